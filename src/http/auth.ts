@@ -1,0 +1,98 @@
+import type { FastifyRequest } from 'fastify';
+import type { ApiKeyService, Environment } from '../modules/api-keys/service.js';
+import type { AuthenticatedUser, IdentityService } from '../modules/identity/service.js';
+import type { Role, TenancyStore } from '../modules/tenancy/store.js';
+import { AppError } from './errors.js';
+
+/** Every tenant-owned read or write is scoped by both ids. */
+export interface Scope {
+  tenantId: string;
+  appId: string;
+}
+
+export interface CustomerContext extends Scope {
+  userId: string;
+  role: Role;
+}
+
+export interface KeyContext extends Scope {
+  keyId: string;
+  publicKey: string;
+  environment: Environment;
+  permissions: string[];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    user?: AuthenticatedUser;
+    customer?: CustomerContext;
+    apiKey?: KeyContext;
+  }
+}
+
+const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const roleAtLeast = (role: Role, min: Role) => RANK[role] >= RANK[min];
+
+function header(req: FastifyRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === 'string' && v.length > 0 ? v : undefined;
+}
+
+/** Pre-handlers for each authentication level of the spec. Routes pick one. */
+export function createAuth({ identity, tenancy, keys }: { identity: IdentityService; tenancy: TenancyStore; keys: ApiKeyService }) {
+  async function bearer(req: FastifyRequest): Promise<void> {
+    const auth = header(req, 'authorization');
+    if (!auth) throw new AppError('missing_credentials', 'Authorization: Bearer <token> is required');
+    const [scheme, token] = auth.split(' ');
+    if (scheme?.toLowerCase() !== 'bearer' || !token || token.length > 8192) throw new AppError('invalid_credentials', 'Authorization must be a Bearer token');
+    req.user = await identity.authenticate(token);
+  }
+
+  function customer(min: Role = 'viewer') {
+    return async (req: FastifyRequest): Promise<void> => {
+      await bearer(req);
+      const tenantId = header(req, 'x-tenant-id');
+      const appId = header(req, 'x-app-id');
+      if (!tenantId || !appId) throw new AppError('missing_credentials', 'x-tenant-id and x-app-id headers are required');
+      if (!UUID.test(tenantId) || !UUID.test(appId)) throw new AppError('forbidden', 'Not a member of this organization or app');
+      const role = await tenancy.roleOf(tenantId, req.user!.id);
+      if (!role || !(await tenancy.appBelongsTo(tenantId, appId))) throw new AppError('forbidden', 'Not a member of this organization or app');
+      if (!roleAtLeast(role, min)) throw new AppError('forbidden', `This action needs the ${min} role or higher`);
+      req.customer = { tenantId, appId, userId: req.user!.id, role };
+    };
+  }
+
+  async function resolveKey(req: FastifyRequest, withSecret: boolean): Promise<void> {
+    const publicKey = header(req, 'x-api-key');
+    const secret = header(req, 'x-api-secret');
+    if (!publicKey || (withSecret && !secret)) {
+      throw new AppError('missing_credentials', withSecret ? 'x-api-key and x-api-secret headers are required' : 'x-api-key header is required');
+    }
+    const k = await keys.authenticate(publicKey, withSecret ? secret : undefined);
+    req.apiKey = { tenantId: k.tenant_id, appId: k.app_id, keyId: k.id, publicKey: k.public_key, environment: k.environment, permissions: k.permissions };
+  }
+
+  return {
+    bearer,
+    customer,
+    sdkKey: (req: FastifyRequest) => resolveKey(req, false),
+    keyPair: (req: FastifyRequest) => resolveKey(req, true),
+    exportKey: async (req: FastifyRequest) => {
+      await resolveKey(req, false);
+      if (!req.apiKey!.permissions.includes('export_data')) throw new AppError('forbidden', 'This key lacks the export_data permission');
+    },
+    superAdmin: async (req: FastifyRequest) => {
+      await bearer(req);
+      if (!req.user!.superAdmin) throw new AppError('forbidden', 'Super Admin only');
+    },
+  };
+}
+
+export type Auth = ReturnType<typeof createAuth>;
+
+/** Narrowing helpers for handlers behind the matching pre-handler. */
+export const customerOf = (req: FastifyRequest): CustomerContext => req.customer!;
+export const keyOf = (req: FastifyRequest): KeyContext => req.apiKey!;
+export const scopeOf = (ctx: Scope): Scope => ({ tenantId: ctx.tenantId, appId: ctx.appId });

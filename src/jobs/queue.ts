@@ -1,0 +1,46 @@
+import { Value } from '@sinclair/typebox/value';
+import PgBoss from 'pg-boss';
+import { JOBS, type JobHandlers, type JobName, type JobPayload } from './catalog.js';
+
+/** The durable queue (pg-boss, in the service's own database) driven by the typed catalog. */
+export function createJobQueue({ url, runsWorkers, onError }: { url: string; runsWorkers: boolean; onError: (err: unknown) => void }) {
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: 'pgboss',
+    max: 4,
+    // Only worker processes maintain the queue and fire cron schedules.
+    supervise: runsWorkers,
+    schedule: runsWorkers,
+  });
+  boss.on('error', onError);
+
+  return {
+    async start(handlers: JobHandlers): Promise<void> {
+      await boss.start();
+      for (const [name, d] of Object.entries(JOBS) as [JobName, (typeof JOBS)[JobName]][]) {
+        await boss.createQueue(name, {
+          name,
+          policy: d.policy,
+          retryLimit: d.retryLimit,
+          retryDelay: d.retryDelaySeconds,
+          retryBackoff: d.retryBackoff,
+          expireInSeconds: d.expireInSeconds,
+        });
+        if (!runsWorkers) continue;
+        await boss.work<JobPayload<typeof name>>(name, { batchSize: 1, pollingIntervalSeconds: 1 }, async ([job]) => {
+          if (!Value.Check(d.payload, job.data)) throw new Error(`invalid payload for ${name}`);
+          await handlers[name](job.data);
+        });
+        if (d.cron) await boss.schedule(name, d.cron, {});
+      }
+    },
+    async send<N extends JobName>(name: N, payload: JobPayload<N>, options: PgBoss.SendOptions = {}): Promise<string | null> {
+      return boss.send(name, payload, options);
+    },
+    async stop(): Promise<void> {
+      await boss.stop({ graceful: true, timeout: 10_000, wait: true });
+    },
+  };
+}
+
+export type JobQueue = ReturnType<typeof createJobQueue>;

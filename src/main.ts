@@ -1,0 +1,27 @@
+import pino from 'pino';
+import { ConfigError, loadConfig } from './config.js';
+import { startServer } from './server.js';
+
+const logger = pino({ level: process.env.LOG_LEVEL ?? 'info' });
+
+try {
+  const config = loadConfig();
+  const server = await startServer(config, logger);
+  const shutdown = (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+} catch (err) {
+  logger.fatal(err instanceof ConfigError ? { msg: err.message } : { err }, 'start-up failed');
+  process.exit(1);
+}

@@ -1,0 +1,68 @@
+import type { Scope } from '../../http/auth.js';
+import { invalid, notFound } from '../../http/errors.js';
+import type { ActivityStore } from '../activity/store.js';
+import type { AppSettings, SdkSettings, SettingsStore } from './store.js';
+
+export interface SettingsPatch {
+  events_per_minute?: number;
+  sampling_rate?: number;
+  timezone?: string;
+  sdk_settings?: Partial<SdkSettings>;
+}
+
+export function isValidTimezone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const view = (s: AppSettings) => ({
+  events_per_minute: s.events_per_minute,
+  sampling_rate: s.sampling_rate,
+  timezone: s.timezone,
+  sdk_settings: s.sdk_settings,
+  callback_signing_secret: s.callback_signing_secret,
+  updated_at: s.updated_at.toISOString(),
+});
+
+export function createSettingsService({ store, activity, cacheTtlMs = 2000 }: { store: SettingsStore; activity: ActivityStore; cacheTtlMs?: number }) {
+  // Ingestion and bootstrap read settings on every request; a short cache spares the database.
+  const cache = new Map<string, { s: AppSettings; at: number }>();
+
+  async function get(scope: Scope): Promise<AppSettings> {
+    const key = scope.appId;
+    const hit = cache.get(key);
+    if (hit && Date.now() - hit.at < cacheTtlMs) return hit.s;
+    const s = await store.get(scope);
+    if (!s) throw notFound('App');
+    cache.set(key, { s, at: Date.now() });
+    return s;
+  }
+
+  return {
+    get,
+    async read(scope: Scope) {
+      return view(await store.get(scope).then((s) => s ?? Promise.reject(notFound('App'))));
+    },
+    async update(scope: Scope, userId: string, patch: SettingsPatch) {
+      const current = await store.get(scope);
+      if (!current) throw notFound('App');
+      if (patch.timezone !== undefined && !isValidTimezone(patch.timezone)) throw invalid(`Unknown IANA timezone "${patch.timezone}"`, '/body/timezone');
+      const next = await store.update(scope, {
+        events_per_minute: patch.events_per_minute ?? current.events_per_minute,
+        sampling_rate: patch.sampling_rate ?? current.sampling_rate,
+        timezone: patch.timezone ?? current.timezone,
+        sdk_settings: { ...current.sdk_settings, ...patch.sdk_settings },
+        extra: current.extra,
+      });
+      cache.delete(scope.appId);
+      await activity.record(scope, { entityType: 'settings', action: 'updated', description: `App settings changed: ${Object.keys(patch).join(', ') || 'nothing'}`, actorUserId: userId });
+      return view(next);
+    },
+  };
+}
+
+export type SettingsService = ReturnType<typeof createSettingsService>;
