@@ -1,0 +1,41 @@
+// `npm test`: type-check, start one embedded PostgreSQL for the whole run, run every test file
+// (each creates its own database on it), then stop the server whatever the outcome.
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+process.chdir(root);
+const only = process.argv.slice(2);
+
+console.log('type-checking…');
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], { stdio: 'inherit' });
+
+// npm test runs this file under tsx, so the TypeScript source imports directly.
+const { startEmbeddedDb } = await import('../src/db/embedded.ts');
+
+const dataDir = path.join(root, '.test-data');
+rmSync(dataDir, { recursive: true, force: true });
+const port = Number(process.env.TEST_PG_PORT ?? 55432);
+const pg = await startEmbeddedDb(dataDir, port, (m) => console.log(m), 'postgres');
+console.log(`test database server on port ${port}`);
+
+const files = only.length
+  ? only
+  : readdirSync('test', { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.test.ts'))
+      .map((f) => path.join('test', f))
+      .sort();
+
+const code = await new Promise((resolve) => {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', '--test-reporter=spec', ...files],
+    { stdio: 'inherit', env: { ...process.env, TEST_PG_URL: pg.url, TEST_PG_PORT: String(port), LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
+  );
+  child.on('exit', (c) => resolve(c ?? 1));
+});
+await pg.stop();
+process.exit(code);

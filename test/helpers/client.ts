@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+
+export interface Res<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+/** A small fetch wrapper: JSON in, JSON (or text) out, status never thrown. */
+export function client(baseUrl: string, defaults: Record<string, string> = {}) {
+  async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res<T>> {
+    const res = await fetch(baseUrl + path, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...defaults, ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: any = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed, headers: res.headers, text };
+  }
+  return {
+    get: <T = any>(p: string, h?: Record<string, string>) => call<T>('GET', p, undefined, h),
+    post: <T = any>(p: string, b?: unknown, h?: Record<string, string>) => call<T>('POST', p, b ?? {}, h),
+    put: <T = any>(p: string, b?: unknown, h?: Record<string, string>) => call<T>('PUT', p, b ?? {}, h),
+    patch: <T = any>(p: string, b?: unknown, h?: Record<string, string>) => call<T>('PATCH', p, b ?? {}, h),
+    del: <T = any>(p: string, h?: Record<string, string>) => call<T>('DELETE', p, undefined, h),
+    raw: call,
+  };
+}
+
+export type Client = ReturnType<typeof client>;
+
+export interface Tenant {
+  token: string;
+  userId: string;
+  orgId: string;
+  appId: string;
+  /** Headers of a Customer-JWT call as the owner. */
+  console: Record<string, string>;
+  live: { id: string; public_key: string; secret_key: string };
+  sandbox: { id: string; public_key: string; secret_key: string };
+}
+
+let counter = 0;
+
+/** Signs up a user, creates an org, an app and a production + sandbox key. */
+export async function createTenant(c: Client, opts: { email?: string; permissions?: string[] } = {}): Promise<Tenant> {
+  const email = opts.email ?? `user${Date.now()}${counter++}-${randomUUID().slice(0, 6)}@example.com`;
+  const signup = await c.post('/api/v1/auth/signup', { email, password: 'correct horse battery', name: 'Test' });
+  if (signup.status !== 201) throw new Error(`signup failed: ${signup.status} ${signup.text}`);
+  const token = signup.body.token as string;
+  const auth = { authorization: `Bearer ${token}` };
+  const org = await c.post('/api/v1/organizations', { name: 'Org' }, auth);
+  const app = await c.post(`/api/v1/organizations/${org.body.data.id}/apps`, { name: 'App' }, auth);
+  const consoleHeaders = { ...auth, 'x-tenant-id': org.body.data.id, 'x-app-id': app.body.data.id };
+  const live = await c.post('/api/v1/sdk/api-keys', { environment: 'production', permissions: opts.permissions ?? ['export_data'] }, consoleHeaders);
+  const sandbox = await c.post('/api/v1/sdk/api-keys', { environment: 'sandbox', permissions: opts.permissions ?? ['export_data'] }, consoleHeaders);
+  if (live.status !== 201 || sandbox.status !== 201) throw new Error(`key creation failed: ${live.text}`);
+  return {
+    token,
+    userId: signup.body.user.id,
+    orgId: org.body.data.id,
+    appId: app.body.data.id,
+    console: consoleHeaders,
+    live: live.body.data,
+    sandbox: sandbox.body.data,
+  };
+}
+
+/** A valid event envelope; override any part. */
+export function makeEvent(over: Record<string, any> = {}): Record<string, any> {
+  const base = {
+    schema_version: 1,
+    event_id: randomUUID(),
+    event_name: 'app_open',
+    ts_ms: Date.now() - 1000,
+    user: { anon_id: randomUUID() },
+    device: { platform: 'ios', os: '17.4', app_version: '1.2.3', sdk_version: '2.0.0', locale: 'en_US', country: 'US' },
+    context: { session_id: randomUUID() },
+    properties: {},
+    privacy: { consent: { analytics: true } },
+  };
+  return { ...base, ...over };
+}
