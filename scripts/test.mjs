@@ -2,22 +2,27 @@
 // (each creates its own database on it), then stop the server whatever the outcome.
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
-const only = process.argv.slice(2);
+const args = process.argv.slice(2);
+const only = args.filter((a) => !a.startsWith('--'));
 
-console.log('type-checking…');
-execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], { stdio: 'inherit' });
+if (!args.includes('--no-typecheck')) {
+  console.log('type-checking…');
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], { stdio: 'inherit' });
+}
 
 // npm test runs this file under tsx, so the TypeScript source imports directly.
 const { startEmbeddedDb } = await import('../src/db/embedded.ts');
 
-const dataDir = path.join(root, '.test-data');
+// A free port and a private directory per run, so several runs can share the machine.
+const port = process.env.TEST_PG_PORT ? Number(process.env.TEST_PG_PORT) : await freePort();
+const dataDir = path.join(root, '.test-data', `run-${port}`);
 rmSync(dataDir, { recursive: true, force: true });
-const port = Number(process.env.TEST_PG_PORT ?? 55432);
 const pg = await startEmbeddedDb(dataDir, port, (m) => console.log(m), 'postgres');
 console.log(`test database server on port ${port}`);
 
@@ -38,4 +43,16 @@ const code = await new Promise((resolve) => {
   child.on('exit', (c) => resolve(c ?? 1));
 });
 await pg.stop();
+rmSync(dataDir, { recursive: true, force: true });
 process.exit(code);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port: p } = srv.address();
+      srv.close(() => resolve(p));
+    });
+    srv.on('error', reject);
+  });
+}

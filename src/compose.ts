@@ -4,11 +4,16 @@ import type { Db } from './db/pool.js';
 import { createAuth } from './http/auth.js';
 import { createSlidingWindowLimiter } from './http/rate-limit.js';
 import type { JobHandlers } from './jobs/catalog.js';
+import type { JobQueue } from './jobs/queue.js';
+import { createOutboundClient } from './outbound/client.js';
 import { createActivityStore } from './modules/activity/store.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
 import { createApiKeyService } from './modules/api-keys/service.js';
 import { createApiKeyStore } from './modules/api-keys/store.js';
+import { exchangeRateRoutes } from './modules/exchange-rates/routes.js';
+import { createExchangeRateService } from './modules/exchange-rates/service.js';
+import { createExchangeRateStore } from './modules/exchange-rates/store.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { identityRoutes } from './modules/identity/routes.js';
 import { createIdentityService } from './modules/identity/service.js';
@@ -27,7 +32,7 @@ import { createTenancyService } from './modules/tenancy/service.js';
 import { createTenancyStore } from './modules/tenancy/store.js';
 
 /** Wires stores, services and routes. The only place that knows every module. */
-export async function compose({ db, config }: { db: Db; config: Config }) {
+export async function compose({ db, config, jobs }: { db: Db; config: Config; jobs: JobQueue }) {
   const limiter = createSlidingWindowLimiter();
   const activity = createActivityStore(db);
   const identityStore = createIdentityStore(db);
@@ -41,6 +46,10 @@ export async function compose({ db, config }: { db: Db; config: Config }) {
   const auth = createAuth({ identity, tenancy: tenancyStore, keys });
   const bootstrap = createBootstrapService({ settings, tenancy: tenancyStore });
   const ingest = createIngestService({ store: createIngestStore(db), settings, limiter });
+  const rates = createExchangeRateService({ store: createExchangeRateStore(db) });
+  await rates.init();
+  // Shared by webhooks and export callbacks: one pool, one private-target policy.
+  const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
 
   const plugins: FastifyPluginAsync[] = [
     healthRoutes({ db, version: config.version }),
@@ -51,11 +60,12 @@ export async function compose({ db, config }: { db: Db; config: Config }) {
     adminRoutes({ auth, identity, tenancy: tenancyStore }),
     sdkRoutes({ auth, bootstrap, limiter }),
     ingestRoutes({ auth, ingest }),
+    exchangeRateRoutes({ auth, rates }),
   ] as FastifyPluginAsync[];
 
   const jobHandlers: JobHandlers = {
     'maintenance.event-partitions': () => ensureEventPartitions(db),
   };
 
-  return { plugins, jobHandlers };
+  return { plugins, jobHandlers, close: () => outbound.close() };
 }

@@ -28,8 +28,8 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
   await migrate(db, (m) => logger.info(m));
   await ensureEventPartitions(db);
 
-  const { plugins, jobHandlers } = await compose({ db, config });
   const jobs = createJobQueue({ url: databaseUrl, runsWorkers: config.runsWorkers, onError: (err) => logger.error({ err }, 'job queue error') });
+  const { plugins, jobHandlers, close } = await compose({ db, config, jobs });
   await jobs.start(jobHandlers);
 
   let app: FastifyInstance | undefined;
@@ -49,6 +49,7 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
       (stopping ??= (async () => {
         await app?.close();
         await jobs.stop().catch((err) => logger.warn({ err }, 'job queue stop failed'));
+        await close();
         await db.end();
         await embedded?.stop();
       })()),

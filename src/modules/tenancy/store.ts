@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Queryable, Tx } from '../../db/pool.js';
+import { newWebhookSecret } from '../../outbound/signer.js';
 
 export type Role = 'owner' | 'admin' | 'member' | 'viewer';
 
@@ -27,7 +27,7 @@ export function createTenancyStore(db: Queryable) {
       await tx.query('INSERT INTO app_settings (tenant_id, app_id, callback_signing_secret) VALUES ($1, $2, $3)', [
         tenantId,
         rows[0].id,
-        `whsec_${randomBytes(24).toString('base64')}`,
+        newWebhookSecret(),
       ]);
       return rows[0];
     },
