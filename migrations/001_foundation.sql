@@ -95,12 +95,15 @@ CREATE TABLE events (
   platform text,
   country text,
   consent boolean NOT NULL,
-  payload jsonb NOT NULL,
+  -- json, not jsonb: kept byte-for-byte as received, and converting every payload to jsonb was
+  -- 40% of the insert cost. Readers cast (payload::jsonb) where they need jsonb operators.
+  payload json NOT NULL,
   received_at timestamptz NOT NULL DEFAULT now()
 ) PARTITION BY RANGE (ts);
 CREATE TABLE events_default PARTITION OF events DEFAULT;
 CREATE INDEX events_app_time_idx ON events (app_id, environment, ts, event_id);
-CREATE INDEX events_app_seq_idx ON events (app_id, seq);
+-- seq only grows, so a BRIN index finds "rows after a watermark" at a fraction of a btree's insert cost.
+CREATE INDEX events_seq_brin ON events USING brin (seq) WITH (pages_per_range = 32);
 
 -- Dedupe is forever, across partitions: a partitioned table cannot hold that unique key itself.
 CREATE TABLE event_ids (

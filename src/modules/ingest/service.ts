@@ -33,11 +33,11 @@ export function createIngestService({ store, settings, limiter }: { store: Inges
     async ingest(key: KeyContext, batch: unknown[]): Promise<{ result: IngestResult; rate: RateDecision | null }> {
       const now = Date.now();
       const errors: EventError[] = [];
-      const valid: Envelope[] = [];
+      const valid: { event: Envelope; json: string }[] = [];
       batch.forEach((raw, index) => {
-        const err = checkEvent(raw, index, now);
-        if (err) errors.push(err);
-        else valid.push(raw as Envelope);
+        const r = checkEvent(raw, index, now);
+        if (r.ok) valid.push(r);
+        else errors.push(r.error);
       });
 
       const s = await settings.get(key);
@@ -49,7 +49,7 @@ export function createIngestService({ store, settings, limiter }: { store: Inges
       const seen = new Set<string>();
       const rows: EventRow[] = [];
       const locks: OptionLock[] = [];
-      for (const ev of valid) {
+      for (const { event: ev, json } of valid) {
         const consent = ev.privacy.consent.analytics;
         if (!consent) consentDeclined++;
         else if (!keepBySampling(ev.user.anon_id, ev.event_name, s.sampling_rate)) {
@@ -70,7 +70,7 @@ export function createIngestService({ store, settings, limiter }: { store: Inges
           platform: ev.device.platform,
           country: ev.device.country.toUpperCase(),
           consent,
-          payload: ev,
+          payloadJson: json,
         });
       }
       if (rows.length > 0) await store.insertEvents(key, key.environment, rows, locks);
