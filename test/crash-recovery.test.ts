@@ -14,7 +14,7 @@ const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-crash-'));
 const children: ChildProcess[] = [];
 
 after(async () => {
-  for (const ch of children) if (ch.exitCode === null) ch.kill('SIGKILL');
+  for (const ch of children) if (ch.exitCode === null && ch.signalCode === null) ch.kill('SIGKILL');
   // Stop any postgres left behind by the kill -9 part of the test.
   const pidFile = path.join(dataDir, 'pg', 'postmaster.pid');
   if (existsSync(pidFile)) {
@@ -27,6 +27,9 @@ after(async () => {
   }
   rmSync(dataDir, { recursive: true, force: true });
 });
+
+const exited = (ch: ChildProcess) =>
+  new Promise((r) => (ch.exitCode !== null || ch.signalCode !== null ? r(null) : ch.once('exit', r)));
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -48,7 +51,7 @@ async function startService(port: number, pgPort: number): Promise<ChildProcess>
   children.push(child);
   const until = Date.now() + 60_000;
   while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`service exited: ${stderr}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`service exited: ${stderr}`);
     try {
       const r = await fetch(`http://127.0.0.1:${port}/api/v1/ingest/health`);
       if (r.status === 200) return child;
@@ -85,7 +88,7 @@ describe('crash recovery (embedded database)', () => {
     first.kill('SIGKILL');
     stop = true;
     await Promise.all(senders);
-    await new Promise((r) => (first.exitCode !== null ? r(null) : first.once('exit', r)));
+    await exited(first);
     assert.ok(acknowledged.length >= 200, `ingested ${acknowledged.length} before the kill`);
     assert.ok(existsSync(path.join(dataDir, 'pg', 'postmaster.pid')), 'the orphaned postgres is still there, as after a real crash');
 
@@ -117,7 +120,7 @@ describe('crash recovery (embedded database)', () => {
     assert.equal(h.body.status, 'degraded');
     assert.equal(h.body.checks.database, 'down');
     second.kill('SIGKILL');
-    await new Promise((r) => (second.exitCode !== null ? r(null) : second.once('exit', r)));
+    await exited(second);
   });
 
   it('starts again after that and shuts down gracefully on SIGTERM', async () => {

@@ -19,7 +19,7 @@ export function freePort(): Promise<number> {
 async function waitFor(url: string, child: ChildProcess, ms = 90_000): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`process exited early (${child.exitCode})`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`process exited early (${child.exitCode})`);
     try {
       if ((await fetch(url)).ok) return;
     } catch {
