@@ -10,6 +10,8 @@ INSERT INTO platform_settings (key, value) VALUES ('signup_enabled', 'true');
 
 CREATE TABLE signing_keys (
   kid text PRIMARY KEY,
+  -- Unique, so instances starting together agree on one key; rotation adds generation + 1.
+  generation integer NOT NULL UNIQUE,
   alg text NOT NULL,
   private_jwk jsonb NOT NULL,
   public_jwk jsonb NOT NULL,
@@ -118,6 +120,8 @@ DECLARE
   m date;
   name text;
 BEGIN
+  -- Instances starting together would race to create the same partition.
+  PERFORM pg_advisory_xact_lock(727002);
   FOR i IN 0..months - 1 LOOP
     m := (date_trunc('month', from_month) + make_interval(months => i))::date;
     name := 'events_' || to_char(m, 'YYYY_MM');

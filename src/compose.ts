@@ -1,4 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
+import path from 'node:path';
+import pino from 'pino';
 import type { Config } from './config.js';
 import type { Db } from './db/pool.js';
 import { createAuth } from './http/auth.js';
@@ -7,11 +9,23 @@ import type { JobHandlers } from './jobs/catalog.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
 import { createActivityStore } from './modules/activity/store.js';
+import { createAdNetworkModule } from './modules/ad-network/index.js';
+import { createRollupRunner, kickRollupChain, rollupJobHandler } from './modules/analytics/jobs.js';
+import { createAnalyticsReadModel } from './modules/analytics/read-model.js';
+import { analyticsRoutes } from './modules/analytics/routes.js';
+import { createAnalyticsService } from './modules/analytics/service.js';
+import { createRollupStore } from './modules/analytics/store.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
 import { createApiKeyService } from './modules/api-keys/service.js';
 import { createApiKeyStore } from './modules/api-keys/store.js';
 import { exchangeRateRoutes } from './modules/exchange-rates/routes.js';
+import { createExportJobs } from './modules/export/jobs.js';
+import { createExportReadModel } from './modules/export/read-model.js';
+import { exportRoutes } from './modules/export/routes.js';
+import { createExportService } from './modules/export/service.js';
+import { createLocalStorage } from './modules/export/storage.js';
+import { createExportStore } from './modules/export/store.js';
 import { createExchangeRateService } from './modules/exchange-rates/service.js';
 import { createExchangeRateStore } from './modules/exchange-rates/store.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -22,12 +36,27 @@ import { createTokenService } from './modules/identity/tokens.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { createIngestService } from './modules/ingest/service.js';
 import { createIngestStore, ensureEventPartitions } from './modules/ingest/store.js';
+import { optionSetRoutes } from './modules/option-sets/routes.js';
+import { bundleRoutes } from './modules/bundles/routes.js';
+import { createBundleService } from './modules/bundles/service.js';
+import { createBundleStore } from './modules/bundles/store.js';
+import { contentRoutes } from './modules/content/routes.js';
+import { createContentService } from './modules/content/service.js';
+import { createContentStore } from './modules/content/store.js';
+import { createOptionSetService } from './modules/option-sets/service.js';
+import { createOptionSetStore } from './modules/option-sets/store.js';
 import { sdkRoutes } from './modules/sdk/routes.js';
 import { createBootstrapService } from './modules/sdk/service.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { createSettingsService } from './modules/settings/service.js';
 import { createSettingsStore } from './modules/settings/store.js';
 import { tenancyRoutes } from './modules/tenancy/routes.js';
+import { webhookJobs } from './modules/webhooks/jobs.js';
+import { createQueueStore } from './modules/webhooks/queue-store.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
+import { createWebhookService } from './modules/webhooks/service.js';
+import { createWebhookStore } from './modules/webhooks/store.js';
+import { createDeliveryWorker } from './modules/webhooks/worker.js';
 import { createTenancyService } from './modules/tenancy/service.js';
 import { createTenancyStore } from './modules/tenancy/store.js';
 
@@ -46,10 +75,81 @@ export async function compose({ db, config, jobs }: { db: Db; config: Config; jo
   const auth = createAuth({ identity, tenancy: tenancyStore, keys });
   const bootstrap = createBootstrapService({ settings, tenancy: tenancyStore });
   const ingest = createIngestService({ store: createIngestStore(db), settings, limiter });
+  // A sync regenerates the config bundle when a published flow references the set (bundles is defined below;
+  // the callback only runs after a request, long after composition).
+  const optionSets = createOptionSetService({
+    db,
+    store: createOptionSetStore(db),
+    activity,
+    onSetChanged: (scope, setId) => bundles.regenerateIfReferenced(scope, setId),
+    onHookError: (err, setId) => bundleLog.error({ err, setId }, 'bundle regeneration after option-set sync failed'),
+  });
+  // Config bundles and the content behind them (flows, paywalls, messages, remote config, flags).
+  const bundleLog = pino({ level: config.logLevel }).child({ module: 'bundles' });
+  const contentStore = createContentStore(db);
+  const bundles = createBundleService({
+    db,
+    store: createBundleStore(db),
+    activity,
+    source: contentStore,
+    optionSetPages: optionSets.firstPages,
+    // Each generation holds a connection and may need a second one: keep them well under the pool size.
+    maxConcurrentGenerations: Math.max(1, Math.floor(config.dbPoolMax / 3)),
+    onError: (err, where) => bundleLog.error({ err, where }, 'config bundle error'),
+  });
+  const content = createContentService({ store: contentStore, bundles, activity });
   const rates = createExchangeRateService({ store: createExchangeRateStore(db) });
   await rates.init();
+  // Ad network (OAuth connection, campaign management, stats sync, experiments); its limiter is injectable.
+  const adNetwork = createAdNetworkModule({ db, config, activity, rates });
+  const adNetworkLog = pino({ level: config.logLevel }).child({ module: 'ad-network' });
   // Shared by webhooks and export callbacks: one pool, one private-target policy.
   const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
+  // Webhooks and export callbacks: one durable delivery queue; the worker runs in worker roles only.
+  const webhookLog = pino({ level: config.logLevel }).child({ module: 'webhooks' });
+  const webhookQueue = createQueueStore(db);
+  const webhookWorker = createDeliveryWorker({
+    queue: webhookQueue,
+    outbound,
+    activity,
+    scheduleS: config.webhookRetryScheduleS,
+    pollMs: config.webhookPollMs,
+    onError: (err, where) => webhookLog.error({ err, where }, 'webhook delivery worker error'),
+  });
+  // webhooks.sendCallback(scope, { url, secret, eventType, body }) is the export completion callback's sender.
+  const webhooks = createWebhookService({
+    db,
+    store: createWebhookStore(db),
+    activity,
+    allowPrivateTargets: config.allowPrivateTargets,
+    scheduleS: config.webhookRetryScheduleS,
+    wake: webhookWorker.wake,
+  });
+  if (config.runsWorkers) webhookWorker.start();
+  // Event export: files under DATA_DIR/exports (an object store can implement ExportStorage instead).
+  const exportLog = pino({ level: config.logLevel }).child({ module: 'export' });
+  const exportDeps = {
+    db,
+    store: createExportStore(db),
+    readModel: createExportReadModel(db),
+    storage: createLocalStorage(path.join(config.dataDir, 'exports')),
+    activity,
+    callbackSecret: async (s: { tenantId: string; appId: string }) => (await settings.get(s)).callback_signing_secret,
+    sendCallback: webhooks.sendCallback,
+  };
+  const exports = createExportService({ ...exportDeps, jobs, allowPrivateTargets: config.allowPrivateTargets });
+  const exportJobs = createExportJobs({
+    ...exportDeps,
+    exportTtlHours: config.exportTtlHours,
+    schemaIntervalS: config.rollupIntervalS,
+    onError: (err, where) => exportLog.error({ err, where }, 'export background error'),
+  });
+  if (config.runsWorkers) exportJobs.startBackground();
+
+  // Analytics: a self-rescheduling fold job feeds the rollups the dashboard endpoints read.
+  const rollups = createRollupRunner({ store: createRollupStore(db) });
+  const analytics = createAnalyticsService({ db, read: createAnalyticsReadModel(db), runner: rollups });
+  const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
 
   const plugins: FastifyPluginAsync[] = [
     healthRoutes({ db, version: config.version }),
@@ -60,12 +160,23 @@ export async function compose({ db, config, jobs }: { db: Db; config: Config; jo
     adminRoutes({ auth, identity, tenancy: tenancyStore }),
     sdkRoutes({ auth, bootstrap, limiter }),
     ingestRoutes({ auth, ingest }),
+    optionSetRoutes({ auth, optionSets, limiter }),
+    bundleRoutes({ auth, bundles }),
+    contentRoutes({ auth, content }),
     exchangeRateRoutes({ auth, rates }),
+    webhookRoutes({ auth, webhooks }),
+    exportRoutes({ auth, exports, onClose: exportJobs.stop }),
+    analyticsRoutes({ auth, analytics }),
+    ...adNetwork.plugins(auth),
   ] as FastifyPluginAsync[];
 
   const jobHandlers: JobHandlers = {
     'maintenance.event-partitions': () => ensureEventPartitions(db),
+    'ad-network.sync': () => adNetwork.sync.runAll((msg, err) => adNetworkLog.warn({ err }, msg)),
+    ...webhookJobs({ queue: webhookQueue }),
+    ...exportJobs.handlers,
+    'analytics.rollup': rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS }),
   };
 
-  return { plugins, jobHandlers, close: () => outbound.close() };
+  return { plugins, jobHandlers, close: async () => { stopRollupKick(); await bundles.stop(); await exportJobs.stop(); await webhookWorker.stop(); await outbound.close(); await adNetwork.close(); } };
 }

@@ -24,6 +24,8 @@ export interface Config {
   superAdminEmails: Set<string>;
   allowPrivateTargets: boolean;
   webhookRetryScheduleS: number[];
+  /** How often the webhook delivery worker polls for outbox rows and due deliveries (WEBHOOK_POLL_MS). */
+  webhookPollMs: number;
   rollupIntervalS: number;
   exportTtlHours: number;
   adNetwork: {
@@ -104,6 +106,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     superAdminEmails: new Set(list(env.SUPER_ADMIN_EMAILS).map((e) => e.toLowerCase())),
     allowPrivateTargets: env.ALLOW_PRIVATE_TARGETS === '1',
     webhookRetryScheduleS: schedule,
+    webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 500, 10, 60_000),
     rollupIntervalS: int(env, 'ROLLUP_INTERVAL_S', 60, 1, 86400),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {

@@ -57,8 +57,8 @@ export function createAuth({ identity, tenancy, keys }: { identity: IdentityServ
       const appId = header(req, 'x-app-id');
       if (!tenantId || !appId) throw new AppError('missing_credentials', 'x-tenant-id and x-app-id headers are required');
       if (!UUID.test(tenantId) || !UUID.test(appId)) throw new AppError('forbidden', 'Not a member of this organization or app');
-      const role = await tenancy.roleOf(tenantId, req.user!.id);
-      if (!role || !(await tenancy.appBelongsTo(tenantId, appId))) throw new AppError('forbidden', 'Not a member of this organization or app');
+      const role = await tenancy.roleForApp(tenantId, appId, req.user!.id);
+      if (!role) throw new AppError('forbidden', 'Not a member of this organization or app');
       if (!roleAtLeast(role, min)) throw new AppError('forbidden', `This action needs the ${min} role or higher`);
       req.customer = { tenantId, appId, userId: req.user!.id, role };
     };

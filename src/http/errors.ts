@@ -10,12 +10,16 @@ export const ERROR_STATUS = {
   validation_failed: 400,
   webhooks_not_supported: 400,
   conflict: 409,
+  export_not_ready: 409,
+  export_expired: 409,
   email_taken: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
+  ad_network_reauth_required: 409,
+  upstream_error: 502,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -34,12 +38,16 @@ const TITLES: Record<ErrorCode, string> = {
   validation_failed: 'Validation failed',
   webhooks_not_supported: 'Webhooks not supported',
   conflict: 'Conflict',
+  export_not_ready: 'Export not ready',
+  export_expired: 'Export expired',
   email_taken: 'Email already registered',
   payload_too_large: 'Payload too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Too many requests',
   internal_error: 'Internal error',
   service_unavailable: 'Service unavailable',
+  ad_network_reauth_required: 'Ad-network connection must be redone',
+  upstream_error: 'Upstream service error',
 };
 
 export class AppError extends Error {

@@ -6,8 +6,8 @@ export interface JobDefinition<P extends TSchema = TSchema> {
   retryDelaySeconds: number;
   retryBackoff: boolean;
   expireInSeconds: number;
-  /** Singleton queues never run two jobs at once, across all workers. */
-  policy: 'standard' | 'singleton';
+  /** Singleton queues never run two jobs at once, across all workers; stately also keeps at most one queued. */
+  policy: 'standard' | 'singleton' | 'stately';
   /** Runs on this cron schedule (UTC) when set. */
   cron?: string;
 }
@@ -16,6 +16,16 @@ const def = <P extends TSchema>(d: JobDefinition<P>) => d;
 
 /** Every background job of the service: name, payload, retry policy and timeout. */
 export const JOBS = {
+  // Ad network: hourly state polling (no webhooks exist) and DAY stats pull for every connected app.
+  'ad-network.sync': def({
+    payload: Type.Object({}),
+    retryLimit: 2,
+    retryDelaySeconds: 300,
+    retryBackoff: true,
+    expireInSeconds: 3000,
+    policy: 'singleton',
+    cron: '7 * * * *',
+  }),
   'maintenance.event-partitions': def({
     payload: Type.Object({}),
     retryLimit: 5,
@@ -24,6 +34,45 @@ export const JOBS = {
     expireInSeconds: 300,
     policy: 'singleton',
     cron: '17 3 * * *',
+  }),
+  'webhooks.cleanup': def({
+    payload: Type.Object({}),
+    retryLimit: 3,
+    retryDelaySeconds: 300,
+    retryBackoff: true,
+    expireInSeconds: 1800,
+    policy: 'singleton',
+    cron: '41 4 * * *',
+  }),
+  // One job per bulk export, keyed by its id: never two runs of one export at once. The handler
+  // counts runs itself (MAX_EXPORT_ATTEMPTS) and marks the export failed; the limit here is a backstop.
+  'export.bulk': def({
+    payload: Type.Object({ exportId: Type.String({ maxLength: 36 }), tenantId: Type.String({ maxLength: 36 }), appId: Type.String({ maxLength: 36 }) }),
+    retryLimit: 8,
+    retryDelaySeconds: 2,
+    retryBackoff: true,
+    expireInSeconds: 3 * 3600,
+    policy: 'singleton',
+  }),
+  'export.cleanup': def({
+    payload: Type.Object({}),
+    retryLimit: 3,
+    retryDelaySeconds: 60,
+    retryBackoff: true,
+    expireInSeconds: 1800,
+    policy: 'singleton',
+    cron: '*/10 * * * *',
+  }),
+  // Folds new events into the analytics rollups. Self-rescheduling every ROLLUP_INTERVAL_S;
+  // the minute cron only revives the chain. Stately: at most one queued and one running.
+  'analytics.rollup': def({
+    payload: Type.Object({}),
+    retryLimit: 2,
+    retryDelaySeconds: 5,
+    retryBackoff: false,
+    expireInSeconds: 3600,
+    policy: 'stately',
+    cron: '* * * * *',
   }),
 };
 

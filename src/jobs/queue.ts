@@ -2,6 +2,18 @@ import { Value } from '@sinclair/typebox/value';
 import PgBoss from 'pg-boss';
 import { JOBS, type JobHandlers, type JobName, type JobPayload } from './catalog.js';
 
+/** Instances starting together can deadlock inside pg-boss's create_queue; a retry resolves it. */
+async function retryOnDeadlock<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err as { code?: string }).code !== '40P01' || i >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, 50 + Math.random() * 200 * i));
+    }
+  }
+}
+
 /** The durable queue (pg-boss, in the service's own database) driven by the typed catalog. */
 export function createJobQueue({ url, runsWorkers, onError }: { url: string; runsWorkers: boolean; onError: (err: unknown) => void }) {
   const boss = new PgBoss({
@@ -18,18 +30,21 @@ export function createJobQueue({ url, runsWorkers, onError }: { url: string; run
     async start(handlers: JobHandlers): Promise<void> {
       await boss.start();
       for (const [name, d] of Object.entries(JOBS) as [JobName, (typeof JOBS)[JobName]][]) {
-        await boss.createQueue(name, {
-          name,
-          policy: d.policy,
-          retryLimit: d.retryLimit,
-          retryDelay: d.retryDelaySeconds,
-          retryBackoff: d.retryBackoff,
-          expireInSeconds: d.expireInSeconds,
-        });
+        await retryOnDeadlock(() =>
+          boss.createQueue(name, {
+            name,
+            policy: d.policy,
+            retryLimit: d.retryLimit,
+            retryDelay: d.retryDelaySeconds,
+            retryBackoff: d.retryBackoff,
+            expireInSeconds: d.expireInSeconds,
+          }),
+        );
         if (!runsWorkers) continue;
         await boss.work<JobPayload<typeof name>>(name, { batchSize: 1, pollingIntervalSeconds: 1 }, async ([job]) => {
           if (!Value.Check(d.payload, job.data)) throw new Error(`invalid payload for ${name}`);
-          await handlers[name](job.data);
+          // The payload was checked against this job's schema just above; TS cannot tie name and payload together.
+          await (handlers[name] as (payload: unknown) => Promise<void>)(job.data);
         });
         if (d.cron) await boss.schedule(name, d.cron, {});
       }

@@ -45,14 +45,14 @@ export function createIdentityStore(db: Queryable) {
       );
     },
     async listSigningKeys(): Promise<SigningKeyRow[]> {
-      const { rows } = await db.query<SigningKeyRow>('SELECT kid, alg, private_jwk, public_jwk FROM signing_keys ORDER BY created_at');
+      const { rows } = await db.query<SigningKeyRow>('SELECT kid, alg, private_jwk, public_jwk FROM signing_keys ORDER BY generation');
       return rows;
     },
-    /** Several instances may start together: only the first insert wins, the others read it. */
+    /** Several instances may start together: the unique generation lets one insert win; the others read it. */
     async insertSigningKeyIfNone(key: SigningKeyRow): Promise<void> {
       await db.query(
-        `INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk)
-         SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM signing_keys)`,
+        `INSERT INTO signing_keys (kid, generation, alg, private_jwk, public_jwk) VALUES ($1, 1, $2, $3, $4)
+         ON CONFLICT (generation) DO NOTHING`,
         [key.kid, key.alg, key.private_jwk, key.public_jwk],
       );
     },

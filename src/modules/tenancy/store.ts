@@ -35,6 +35,14 @@ export function createTenancyStore(db: Queryable) {
       const { rows } = await db.query<{ role: Role }>('SELECT role FROM memberships WHERE tenant_id = $1 AND user_id = $2', [tenantId, userId]);
       return rows[0]?.role ?? null;
     },
+    /** The caller's role for an app of an org, null when not a member or the app is not the org's. */
+    async roleForApp(tenantId: string, appId: string, userId: string): Promise<Role | null> {
+      const { rows } = await db.query<{ role: Role }>(
+        'SELECT m.role FROM memberships m JOIN apps a ON a.tenant_id = m.tenant_id WHERE m.tenant_id = $1 AND a.id = $2 AND m.user_id = $3',
+        [tenantId, appId, userId],
+      );
+      return rows[0]?.role ?? null;
+    },
     async appBelongsTo(tenantId: string, appId: string): Promise<boolean> {
       const { rowCount } = await db.query('SELECT 1 FROM apps WHERE tenant_id = $1 AND id = $2', [tenantId, appId]);
       return rowCount === 1;

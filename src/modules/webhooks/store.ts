@@ -72,11 +72,15 @@ export function createWebhookStore(db: Queryable) {
       return rows[0].n;
     },
 
-    async insertEndpoint(scope: Scope, e: { url: string; events: string[]; description: string | null; secret: string; createdBy: string }, tx?: Tx): Promise<EndpointRow> {
+    async insertEndpoint(
+      scope: Scope,
+      e: { url: string; events: string[]; description: string | null; enabled: boolean; secret: string; createdBy: string },
+      tx?: Tx,
+    ): Promise<EndpointRow> {
       const { rows } = await (tx ?? db).query<EndpointRow>(
-        `INSERT INTO webhook_endpoints (tenant_id, app_id, url, events, description, secret, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${ENDPOINT_COLS}`,
-        [scope.tenantId, scope.appId, e.url, e.events, e.description, e.secret, e.createdBy],
+        `INSERT INTO webhook_endpoints (tenant_id, app_id, url, events, description, enabled, secret, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${ENDPOINT_COLS}`,
+        [scope.tenantId, scope.appId, e.url, e.events, e.description, e.enabled, e.secret, e.createdBy],
       );
       return rows[0];
     },
@@ -122,6 +126,15 @@ export function createWebhookStore(db: Queryable) {
         [scope.tenantId, scope.appId, id, secret, overlapUntil],
       );
       return rows[0] ?? null;
+    },
+
+    /** A disabled endpoint's waiting deliveries fail at once; they can be retried by hand after re-enabling. */
+    async failWaiting(scope: Scope, endpointId: string): Promise<void> {
+      await db.query(
+        `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, last_error = 'endpoint disabled'
+          WHERE tenant_id = $1 AND app_id = $2 AND endpoint_id = $3 AND status = 'pending' AND (leased_until IS NULL OR leased_until < now())`,
+        [scope.tenantId, scope.appId, endpointId],
+      );
     },
 
     async deleteEndpoint(scope: Scope, id: string): Promise<boolean> {

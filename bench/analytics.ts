@@ -1,0 +1,179 @@
+// npm run bench:analytics [-- --events 10000000 --devices 1000000 --ingest-seconds 60 --requests 100]
+// (env BENCH_EVENTS / BENCH_DEVICES work too). Full size is 10M events / 1M devices; the default
+// here is a reduced size so the bench finishes on a shared 2-core machine.
+//
+// 1. The service runs in its own process (embedded PostgreSQL, ROLLUP_INTERVAL_S=1).
+// 2. A generated app's events (90 days) are inserted directly with SQL (generate_series).
+// 3. Rollup throughput: events folded / seconds from the insert's commit until the fold job's
+//    watermark passes the last generated seq (includes up to one interval of scheduling delay).
+// 4. Endpoint latency: sequential requests with default parameters from this process.
+// 5. Steady-state lag: autocannon ingests 500-event batches at 20,000 events/s while this process
+//    samples the age of the oldest not-yet-folded event every second.
+import autocannon from 'autocannon';
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { client, createTenant } from '../test/helpers/client.js';
+import { machine, writeResultsSection } from './lib/results.js';
+import { freePort, spawnService } from './lib/service.js';
+
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: process.env.BENCH_EVENTS ?? '1000000' },
+    devices: { type: 'string', default: process.env.BENCH_DEVICES ?? '100000' },
+    'ingest-seconds': { type: 'string', default: '30' },
+    'ingest-rate': { type: 'string', default: '20000' },
+    requests: { type: 'string', default: '60' },
+  },
+});
+const EVENTS = Number(values.events);
+const DEVICES = Number(values.devices);
+const INGEST_S = Number(values['ingest-seconds']);
+const RATE = Number(values['ingest-rate']);
+const REQUESTS = Number(values.requests);
+
+const GENERATE = `
+INSERT INTO events (tenant_id, app_id, environment, event_id, event_name, ts, anon_id, session_id, platform, country, consent, payload, received_at)
+SELECT $1, $2, 'production', gen_random_uuid(), g.name, g.ts, g.anon, g.sess, g.plat, g.ctry, true,
+       json_build_object('schema_version', 1, 'event_name', g.name, 'ts_ms', (extract(epoch FROM g.ts) * 1000)::bigint,
+         'user', json_build_object('anon_id', g.anon),
+         'device', json_build_object('platform', g.plat, 'os', '17.4', 'app_version', '1.2.3', 'sdk_version', '2.0.0', 'locale', 'en_US', 'country', g.ctry),
+         'context', json_build_object('session_id', g.sess, 'screen', 'home'),
+         'properties', CASE WHEN g.name LIKE 'purchase_%' THEN json_build_object('price', 9.99, 'currency', CASE WHEN g.k % 3 = 0 THEN 'EUR' ELSE 'USD' END,
+                                                                            'period', 'P1M', 'is_trial', g.k % 4 = 0)
+                            ELSE json_build_object('button', 'continue') END,
+         'privacy', json_build_object('consent', json_build_object('analytics', true))),
+       now()
+  FROM (
+    SELECT k, d, md5('dev' || d)::uuid AS anon, md5(d || '-' || day)::uuid AS sess,
+           CASE WHEN d % 2 = 0 THEN 'ios' ELSE 'android' END AS plat,
+           (ARRAY['US', 'DE', 'FR', 'JP', 'BR', 'IN', 'GB', 'CA'])[1 + d % 8] AS ctry,
+           least(date_trunc('day', now()) - interval '89 days' + day * interval '1 day' + (abs(hashint4(k * 13)) % 86400) * interval '1 second',
+                 now() - interval '1 minute') AS ts,
+           CASE WHEN r < 100 THEN 'session_start' WHEN r < 200 THEN 'app_open' WHEN r < 250 THEN 'paywall_view'
+                WHEN r < 280 THEN 'onboarding_flow_started' WHEN r < 300 THEN 'onboarding_step_completed'
+                WHEN r < 320 THEN 'onboarding_flow_completed' WHEN r < 330 THEN 'purchase_started'
+                WHEN r < 340 THEN 'purchase_completed' WHEN r < 341 THEN 'purchase_refunded'
+                WHEN r < 346 THEN 'app_crash' ELSE 'screen_view' END AS name
+      FROM generate_series(1, $3::int) AS k
+      CROSS JOIN LATERAL (SELECT abs(hashint4(k)) % $4::int AS d, abs(hashint4(k * 7)) % 1000 AS r) a
+      -- A device's first day is d % 90; its events spread over the days from then to today.
+      CROSS JOIN LATERAL (SELECT (d % 90) + abs(hashint4(k * 31)) % (90 - d % 90) AS day) b
+  ) g`;
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
+}
+
+const pgPort = await freePort();
+const service = await spawnService({ EMBEDDED_PG_PORT: String(pgPort), ROLLUP_INTERVAL_S: '1', DB_POOL_MAX: '10' });
+const db = new pg.Pool({ connectionString: `postgres://postgres:postgres@127.0.0.1:${pgPort}/app`, max: 2 });
+try {
+  const c = client(service.url);
+  const t = await createTenant(c);
+  await c.patch('/api/v1/settings', { events_per_minute: 10_000_000 }, t.console);
+  const state = async () => (await db.query(`SELECT watermark, events_folded FROM an_rollup_state`)).rows[0] as { watermark: number; events_folded: number };
+
+  // 1) generate
+  console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
+  let t0 = Date.now();
+  await db.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES]);
+  const genS = (Date.now() - t0) / 1000;
+  const maxSeq = Number((await db.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
+  console.log(`generated in ${genS.toFixed(1)} s; waiting for the fold job`);
+
+  // 2) rollup throughput (the service's own job)
+  t0 = Date.now();
+  const before = await state();
+  while ((await state()).watermark < maxSeq) await new Promise((r) => setTimeout(r, 200));
+  const foldS = (Date.now() - t0) / 1000;
+  const folded = (await state()).events_folded - before.events_folded;
+  const throughput = folded / foldS;
+  console.log(`folded ${folded} events in ${foldS.toFixed(1)} s = ${Math.round(throughput)} events/s`);
+  const sizes = (await db.query(`SELECT (SELECT count(*) FROM an_device_days) dd, (SELECT count(*) FROM an_devices) dv,
+    (SELECT count(*) FROM an_sessions) se, (SELECT count(*) FROM an_steps) st, (SELECT count(*) FROM an_purchases) pu`)).rows[0];
+
+  // 3) endpoint latency, default parameters
+  const endpoints = [
+    ['GET /analytics/kpis', '/api/v1/analytics/kpis'],
+    ['GET /analytics/kpis/timeseries?metrics=dau,mau,revenue_daily', '/api/v1/analytics/kpis/timeseries?metrics=dau,mau,revenue_daily'],
+    ['GET /analytics/kpis/timeseries?metrics=<all 24>', `/api/v1/analytics/kpis/timeseries?metrics=${['mau', 'wau', 'dau', 'mrr', 'arr', 'revenue_daily', 'net_revenue', 'arpu', 'arppu', 'onboarding_start_rate', 'onboarding_completion_rate', 'paywall_view_rate', 'trial_start_rate', 'trial_to_paid_d7', 'trial_to_paid_d30', 'retention_d1', 'retention_d7', 'retention_d30', 'avg_session_duration', 'avg_sessions_per_user', 'stickiness', 'new_users', 'refund_rate', 'crash_free_rate'].join(',')}`],
+    ['GET /analytics/funnel/onboarding', '/api/v1/analytics/funnel/onboarding'],
+    ['GET /analytics/funnel/retention', '/api/v1/analytics/funnel/retention'],
+    ['GET /analytics/retention', '/api/v1/analytics/retention'],
+    ['GET /analytics/activity', '/api/v1/analytics/activity'],
+  ] as const;
+  const latency: string[] = [];
+  for (const [name, path] of endpoints) {
+    const ms: number[] = [];
+    for (let i = 0; i < REQUESTS; i++) {
+      const s = performance.now();
+      const r = await c.get(path, t.console);
+      if (r.status !== 200) throw new Error(`${name}: ${r.status} ${r.text}`);
+      ms.push(performance.now() - s);
+    }
+    const p50 = pct(ms, 50);
+    const p99 = pct(ms, 99);
+    console.log(name, { p50, p99 });
+    latency.push(`| ${name} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${p99 < 300 ? 'met' : 'NOT met'} |`);
+  }
+
+  // 4) steady-state lag while ingesting at RATE events/s
+  const perBatch = 500;
+  const now = Date.now();
+  let n = 0;
+  const body = () => JSON.stringify({
+    batch: Array.from({ length: perBatch }, (_, i) => ({
+      schema_version: 1, event_id: randomUUID(), event_name: i % 10 === 0 ? 'session_start' : 'screen_view', ts_ms: now - 60_000,
+      user: { anon_id: `00000000-0000-4000-8000-${(n++ % 50_000).toString(16).padStart(12, '0')}` },
+      device: { platform: 'ios', os: '17.4', app_version: '1.2.3', sdk_version: '2.0.0', locale: 'en_US', country: 'US' },
+      context: { session_id: randomUUID() }, properties: { button: 'continue' }, privacy: { consent: { analytics: true } },
+    })),
+  });
+  const bodies = Array.from({ length: 200 }, body);
+  let bi = 0;
+  const lags: number[] = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const { rows } = await db.query(`SELECT coalesce(extract(epoch FROM now() - min(received_at)), 0)::float8 AS lag
+        FROM events WHERE seq > (SELECT watermark FROM an_rollup_state)`);
+      lags.push(rows[0].lag);
+    }
+  })();
+  const load = await autocannon({
+    url: `${service.url}/api/v1/ingest/events`, method: 'POST', connections: 8, duration: INGEST_S, overallRate: RATE / perBatch,
+    headers: { 'content-type': 'application/json', 'x-api-key': t.live.public_key },
+    requests: [{ setupRequest: (req: any) => ({ ...req, body: bodies[bi++ % bodies.length].replace(/"event_id":"[^"]+"/g, () => `"event_id":"${randomUUID()}"`) }) }],
+  });
+  sampling = false;
+  await sampler;
+  const ingested = (load['2xx'] * perBatch) / INGEST_S;
+  const steady = lags.slice(Math.floor(lags.length / 3));
+  console.log({ ingested, lagP50: pct(steady, 50), lagMax: Math.max(...steady), non2xx: load.non2xx });
+
+  writeResultsSection('analytics', `Command: \`npm run bench:analytics -- --events ${EVENTS} --devices ${DEVICES} --ingest-seconds ${INGEST_S} --requests ${REQUESTS}\` · ${machine()}
+
+Size of this run: **${EVENTS.toLocaleString('en-US')} events, ${DEVICES.toLocaleString('en-US')} devices over 90 days** (the issue's full size is
+10,000,000 / 1,000,000: \`npm run bench:analytics -- --events 10000000 --devices 1000000\`). Service in its own process with its
+embedded PostgreSQL, ROLLUP_INTERVAL_S=1, all on the same shared 2 cores. Data inserted with one generate_series statement
+(${genS.toFixed(0)} s). Rollup rows: ${sizes.dv} devices, ${sizes.dd} device-days, ${sizes.se} sessions, ${sizes.st} funnel-step rows, ${sizes.pu} purchases.
+
+Rollup throughput (fold job, commit of the insert -> watermark past the last seq): **${Math.round(throughput).toLocaleString('en-US')} events/s**
+(${folded.toLocaleString('en-US')} events in ${foldS.toFixed(1)} s). Target >= 120,000 events/s (3 x the 40,000 events/s ingest target): ${throughput >= 120_000 ? 'met' : 'NOT met'}.
+
+Endpoint latency, default parameters, ${REQUESTS} sequential requests each (baseline: the 300 ms p99 target):
+
+| endpoint | p50 ms | p99 ms | p99 < 300 ms |
+| --- | ---: | ---: | --- |
+${latency.join('\n')}
+
+Steady state: ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;
+age of the oldest unfolded event sampled each second (last two thirds of the run): p50 ${pct(steady, 50).toFixed(1)} s, max ${Math.max(...steady).toFixed(1)} s.
+Target lag < 60 s: ${Math.max(...steady) < 60 ? 'met' : 'NOT met'}.`);
+} finally {
+  await db.end();
+  await service.stop();
+}

@@ -1,0 +1,12 @@
+// Baseline for the bundles benchmark: a bare Fastify app answering the same bytes as the service
+// (read once from files the bench wrote), with no auth, no cache lookup and no database.
+import Fastify from 'fastify';
+import { readFileSync } from 'node:fs';
+
+const bundle = readFileSync(process.env.BUNDLE_FILE!);
+const version = readFileSync(process.env.VERSION_FILE!);
+const app = Fastify();
+app.get('/api/v1/sdk/config-bundle', async (_req, reply) => reply.type('application/json; charset=utf-8').send(bundle));
+app.get('/api/v1/sdk/config-bundle/version', async (_req, reply) => reply.type('application/json; charset=utf-8').send(version));
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
+process.once('SIGTERM', () => app.close().then(() => process.exit(0)));

@@ -1,0 +1,95 @@
+import type { Scope } from '../../http/auth.js';
+import { invalid } from '../../http/errors.js';
+import type { ExchangeRateService } from '../exchange-rates/service.js';
+import { toAppError } from './client.js';
+import type { ConnectionService } from './connection.js';
+import type { AccountRow } from './store.js';
+import type { StatRow, StatsStore } from './stats-store.js';
+import { addDays, localDay, midnightIso } from './time.js';
+
+export const STAT_FIELDS = 'spend,impressions,swipes,view_completion,conversion_purchases';
+const MAX_DAYS = 92;
+
+interface Series {
+  start_time: string;
+  stats?: Record<string, number>;
+}
+
+/** Pulls DAY stats (campaign totals and the per-ad-squad breakdown) and stores them with USD spend. */
+export function createStatsService({ conn, store, rates }: { conn: ConnectionService; store: StatsStore; rates: ExchangeRateService }) {
+  async function toRows(acct: AccountRow, type: 'campaign' | 'adsquad', id: string, series: Series[]): Promise<StatRow[]> {
+    const out: StatRow[] = [];
+    for (const s of series) {
+      // Timeseries boundaries carry the account's offset, so the date part is the account-local day.
+      const day = s.start_time.slice(0, 10);
+      const st = s.stats ?? {};
+      const micro = Math.round(Number(st.spend ?? 0));
+      const local = micro / 1_000_000;
+      const conv = await rates.toUsd(local, acct.currency, day);
+      out.push({
+        ad_account_id: acct.id,
+        entity_type: type,
+        entity_id: id,
+        day,
+        impressions: Number(st.impressions ?? 0),
+        swipes: Number(st.swipes ?? 0),
+        view_completion: Number(st.view_completion ?? 0),
+        conversion_purchases: Number(st.conversion_purchases ?? 0),
+        spend_local_micro: micro,
+        spend_local: local,
+        currency: acct.currency,
+        usd_rate: conv ? conv.rate : null,
+        rate_day: conv ? conv.rateDay : null,
+        spend_usd: conv ? Math.round(conv.value * 1e6) / 1e6 : null,
+      });
+    }
+    return out;
+  }
+
+  function range(acct: AccountRow, from?: string, to?: string) {
+    const today = localDay(Date.now(), acct.timezone);
+    const end = to ?? today;
+    const start = from ?? addDays(end, -6);
+    if (start > end) throw invalid('from must not be after to', '/body/from');
+    if (Date.parse(end) - Date.parse(start) > MAX_DAYS * 86_400_000) throw invalid(`at most ${MAX_DAYS} days per pull`, '/body/from');
+    return { start, end };
+  }
+
+  /** One campaign: GET /campaigns/{id}/stats?granularity=DAY&breakdown=adsquad over local midnights. */
+  async function pullCampaign(scope: Scope, acct: AccountRow, campaignId: string, from?: string, to?: string) {
+    const { start, end } = range(acct, from, to);
+    let body;
+    try {
+      body = await conn.call(scope, {
+        method: 'GET',
+        path: `/campaigns/${encodeURIComponent(campaignId)}/stats`,
+        query: { granularity: 'DAY', fields: STAT_FIELDS, start_time: midnightIso(start, acct.timezone), end_time: midnightIso(addDays(end, 1), acct.timezone), breakdown: 'adsquad' },
+      }, acct.id);
+    } catch (err) {
+      throw toAppError(err);
+    }
+    const ts = body.timeseries_stats?.[0]?.timeseries_stat;
+    const rows = await toRows(acct, 'campaign', campaignId, ts?.timeseries ?? []);
+    const squads: { id: string; rows: StatRow[] }[] = [];
+    for (const b of ts?.breakdown_stats?.adsquad ?? []) {
+      const r = await toRows(acct, 'adsquad', String(b.id), b.timeseries ?? []);
+      squads.push({ id: String(b.id), rows: r });
+      rows.push(...r);
+    }
+    await store.upsert(scope, rows);
+    return { rows, squads, start, end };
+  }
+
+  async function pullAccount(scope: Scope, acct: AccountRow, o: { campaignId?: string; from?: string; to?: string } = {}) {
+    const ids = o.campaignId
+      ? [o.campaignId]
+      : (await conn.all(scope, `/adaccounts/${encodeURIComponent(acct.id)}/campaigns`, 'campaigns', 'campaign', acct.id)).map((c) => String(c.id));
+    let stored = 0;
+    for (const id of ids) stored += (await pullCampaign(scope, acct, id, o.from, o.to)).rows.length;
+    return { campaigns: ids.length, rows: stored };
+  }
+
+  return { pullCampaign, pullAccount, read: store.read };
+}
+
+export type StatsService = ReturnType<typeof createStatsService>;

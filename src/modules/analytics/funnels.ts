@@ -1,0 +1,132 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import type { Queryable } from '../../db/pool.js';
+import type { Scope } from '../../http/auth.js';
+import { round2 } from './metrics.js';
+import type { Env } from './read-model.js';
+
+/**
+ * A funnel step. `event` names an SDK event ('$trial' = purchase_completed with is_trial);
+ * `match` refines it: `first_ever` = the device's first such event ever, `later_day` = on a later
+ * day than the previous step, `days_after_first` = on step 1's day + `days` or later.
+ * `source` marks ad-network steps (impressions/swipes), which come from ad stats, not events.
+ */
+export const FunnelStep = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 64 }),
+  event: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  match: Type.Optional(Type.Union([Type.Literal('any'), Type.Literal('first_ever'), Type.Literal('later_day'), Type.Literal('days_after_first')])),
+  days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90 })),
+  source: Type.Optional(Type.Union([Type.Literal('ad_impressions'), Type.Literal('ad_swipes')])),
+});
+export type FunnelStep = Static<typeof FunnelStep>;
+export const FunnelSteps = Type.Array(FunnelStep, { minItems: 1, maxItems: 10 });
+
+const ev = (event: string, name = event): FunnelStep => ({ name, event });
+
+export const FUNNELS: Record<string, FunnelStep[]> = {
+  onboarding: [ev('onboarding_flow_started'), ev('onboarding_step_completed'), ev('onboarding_flow_completed')],
+  monetization: [ev('paywall_view'), ev('purchase_started'), ev('purchase_completed')],
+  retention: [
+    ev('session_start'),
+    { name: 'session_start_later_day', event: 'session_start', match: 'later_day' },
+    { name: 'session_start_day_7_plus', event: 'session_start', match: 'days_after_first', days: 7 },
+  ],
+  icp_usp: [ev('onboarding_flow_completed'), ev('paywall_view'), ev('$trial', 'trial_started')],
+  aso: [{ name: 'first_app_open', event: 'app_open', match: 'first_ever' }, ev('onboarding_flow_started'), ev('purchase_completed')],
+  paid_ua: [
+    { name: 'ad_impressions', source: 'ad_impressions' },
+    { name: 'ad_swipes', source: 'ad_swipes' },
+    { name: 'install', event: 'app_open', match: 'first_ever' },
+    ev('purchase_completed'),
+  ],
+  organic_social: [ev('deferred_deep_link_resolved'), ev('app_open'), ev('purchase_completed')],
+  web2app: [ev('web_entitlement_activated'), ev('app_open'), { name: 'session_start_later_day', event: 'session_start', match: 'later_day' }],
+  feedback_loop: [ev('survey_shown'), ev('survey_completed'), ev('purchase_completed')],
+};
+
+/** The app's override when it is well-formed, else the default definition. */
+export function resolveSteps(name: string, overrides: unknown): FunnelStep[] {
+  const o = overrides && typeof overrides === 'object' ? (overrides as Record<string, unknown>)[name] : undefined;
+  if (o !== undefined && Value.Check(FunnelSteps, o) && o.every((s) => s.source || s.event)) return o;
+  return FUNNELS[name];
+}
+
+/**
+ * Users per step over the rollup table an_steps: entry = earliest step-1 event in the 30 days
+ * ending on `date`; step k = earliest step-k event at or after step k-1's, within 7 days of entry
+ * (days_after_first steps are exempt: "7 or more days after" cannot also be "within 7 days").
+ */
+export async function funnelCounts(db: Queryable, scope: Scope, env: Env, tz: string, date: string, steps: FunnelStep[]): Promise<number[]> {
+  const eventSteps = steps.map((s, i) => ({ s, i })).filter((x) => !x.s.source);
+  const counts = steps.map(() => 0);
+  if (steps.some((s) => s.source) && env === 'production') {
+    const ads = await adTotals(db, scope, date);
+    steps.forEach((s, i) => {
+      if (s.source === 'ad_impressions') counts[i] = ads.impressions;
+      if (s.source === 'ad_swipes') counts[i] = ads.swipes;
+    });
+  }
+  if (eventSteps.length === 0) return counts;
+  const params: unknown[] = [scope.tenantId, scope.appId, env, date, tz];
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const base = `s.tenant_id = $1 AND s.app_id = $2 AND s.environment = $3`;
+  const ctes: string[] = [];
+  eventSteps.forEach(({ s }, k) => {
+    const name = p(s.event);
+    if (k === 0) {
+      ctes.push(
+        s.match === 'first_ever'
+          ? `f0 AS (SELECT s.anon_id, min(s.tss[1]) AS t1 FROM an_steps s WHERE ${base} AND s.event_name = ${name}
+               GROUP BY s.anon_id HAVING min(s.day) BETWEEN $4::date - 29 AND $4::date)`
+          : `f0 AS (SELECT s.anon_id, min(s.tss[1]) AS t1 FROM an_steps s WHERE ${base} AND s.event_name = ${name}
+               AND s.day BETWEEN $4::date - 29 AND $4::date GROUP BY s.anon_id)`,
+      );
+      ctes.push(`g0 AS (SELECT anon_id, t1, t1 AS tp, (t1 AT TIME ZONE $5)::date AS d1 FROM f0)`);
+      return;
+    }
+    let cond: string;
+    if (s.match === 'days_after_first') cond = `s.day >= g.d1 + ${s.days ?? 7} AND t >= g.tp`;
+    else if (s.match === 'later_day') cond = `s.day > (g.tp AT TIME ZONE $5)::date AND s.day <= g.d1 + 8 AND t <= g.t1 + interval '7 days'`;
+    else if (s.match === 'first_ever') cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'
+      AND NOT EXISTS (SELECT 1 FROM an_steps z WHERE z.app_id = $2 AND z.environment = $3 AND z.anon_id = g.anon_id AND z.event_name = ${name} AND z.day < s.day)
+      AND t = s.tss[1]`;
+    else cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'`;
+    ctes.push(`g${k} AS (SELECT g.anon_id, g.t1, g.d1, min(t) AS tp FROM g${k - 1} g
+      JOIN an_steps s ON ${base} AND s.anon_id = g.anon_id AND s.event_name = ${name}
+      CROSS JOIN LATERAL unnest(s.tss) AS t WHERE ${cond} GROUP BY g.anon_id, g.t1, g.d1)`);
+  });
+  const sql = `WITH ${ctes.join(',\n')} SELECT ${eventSteps.map((_, k) => `(SELECT count(*)::int FROM g${k}) AS c${k}`).join(', ')}`;
+  const { rows } = await db.query<Record<string, number>>(sql, params);
+  eventSteps.forEach(({ i }, k) => (counts[i] = rows[0][`c${k}`]));
+  return counts;
+}
+
+/**
+ * Impressions and swipes of the app's campaigns over the entry window, from the ad-network
+ * capability's daily stats (campaign rows, ad-account local days). Ad stats have no sandbox.
+ */
+async function adTotals(db: Queryable, scope: Scope, date: string): Promise<{ impressions: number; swipes: number }> {
+  const { rows: t } = await db.query<{ ok: boolean }>(`SELECT to_regclass('ad_network_stats') IS NOT NULL AS ok`);
+  if (!t[0].ok) return { impressions: 0, swipes: 0 };
+  const { rows } = await db.query<{ i: number; s: number }>(
+    `SELECT coalesce(sum(impressions), 0)::float8 AS i, coalesce(sum(swipes), 0)::float8 AS s FROM ad_network_stats
+      WHERE tenant_id = $1 AND app_id = $2 AND entity_type = 'campaign' AND day BETWEEN $3::date - 29 AND $3::date`,
+    [scope.tenantId, scope.appId, date],
+  );
+  return { impressions: Number(rows[0].i), swipes: Number(rows[0].s) };
+}
+
+export function funnelSteps(steps: FunnelStep[], users: number[]) {
+  return steps.map((s, i) => {
+    if (i === 0) return { step_name: s.name, step_order: 1, users: users[0], conversion_rate: 100, cumulative_rate: 100, drop_off_rate: 0 };
+    const conv = users[i - 1] === 0 ? null : round2((users[i] / users[i - 1]) * 100);
+    return {
+      step_name: s.name,
+      step_order: i + 1,
+      users: users[i],
+      conversion_rate: conv,
+      cumulative_rate: users[0] === 0 ? null : round2((users[i] / users[0]) * 100),
+      drop_off_rate: conv === null ? null : round2(100 - conv),
+    };
+  });
+}

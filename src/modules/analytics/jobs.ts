@@ -1,0 +1,112 @@
+import type { JobQueue } from '../../jobs/queue.js';
+import type { RollupStore } from './store.js';
+
+export interface RunResult {
+  folded: number;
+  watermark: number;
+  rebuilt: string[];
+  /** False when an ingest transaction stayed open too long; those rows wait for the next run. */
+  horizonReached: boolean;
+}
+
+/**
+ * The fold pipeline. events.seq is taken from the sequence before the inserting transaction
+ * commits, so rows can become visible out of seq order. A run therefore reads the last seq
+ * handed out (L) first, then the sessions holding a write lock on `events` (every inserter takes
+ * it before calling nextval), waits for those transactions to end, and only then folds up to L:
+ * at that point every row with seq <= L is committed or rolled back, and none can appear later.
+ */
+export function createRollupRunner({ store, chunkSize = 250_000, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize?: number; writerWaitMs?: number }) {
+  let running: Promise<RunResult> | null = null;
+  // Events folded by this process since its last ANALYZE of the rollups, and in total then.
+  let sinceAnalyze = 0;
+  let atAnalyze = 0;
+
+  async function safeUpper(): Promise<number | null> {
+    const { last, writers } = await store.seqHorizon();
+    const deadline = Date.now() + writerWaitMs;
+    let open = writers.length;
+    while (open > 0) {
+      if (Date.now() > deadline) return null;
+      await new Promise((r) => setTimeout(r, 10));
+      open = await store.stillOpen(writers);
+    }
+    return last;
+  }
+
+  async function runOnce(): Promise<RunResult> {
+    const rebuilt: string[] = [];
+    for (const app of await store.appsNeedingRebuild()) {
+      await store.rebuildApp(app.app_id, app.timezone);
+      rebuilt.push(app.app_id);
+      await store.analyze();
+    }
+    const upper = await safeUpper();
+    let folded = 0;
+    let watermark = (await store.state()).watermark;
+    if (upper !== null) {
+      while (watermark < upper) {
+        const r = await store.foldChunk(upper, chunkSize);
+        folded += r.folded;
+        sinceAnalyze += r.folded;
+        // Re-analyze when the tables grew by a fifth (and at least 50,000 events) since last time.
+        if (sinceAnalyze >= 50_000 && sinceAnalyze >= 0.2 * atAnalyze) {
+          await store.analyze();
+          atAnalyze += sinceAnalyze;
+          sinceAnalyze = 0;
+        }
+        if (r.watermark <= watermark) break;
+        watermark = r.watermark;
+      }
+    }
+    if (folded === 0) await store.markIdle();
+    await store.convertPending();
+    return { folded, watermark: Number(watermark), rebuilt, horizonReached: upper !== null };
+  }
+
+  return {
+    /** One fold; concurrent callers in this process share the run in flight. */
+    run(): Promise<RunResult> {
+      running ??= runOnce().finally(() => {
+        running = null;
+      });
+      return running;
+    },
+  };
+}
+
+export type RollupRunner = ReturnType<typeof createRollupRunner>;
+
+/** The job handler: fold, then queue the next run ROLLUP_INTERVAL_S later (stately queue dedupes). */
+export function rollupJobHandler({ runner, jobs, intervalS }: { runner: RollupRunner; jobs: JobQueue; intervalS: number }) {
+  return async (): Promise<void> => {
+    try {
+      await runner.run();
+    } finally {
+      await jobs.send('analytics.rollup', {}, { startAfter: intervalS }).catch(() => null);
+    }
+  };
+}
+
+/**
+ * Starts the chain once the queue is up (compose runs before the queue starts); the minute
+ * cron revives it if it ever breaks. Returns a stop function.
+ */
+export function kickRollupChain(jobs: JobQueue): () => void {
+  let stopped = false;
+  const timer = setInterval(() => {
+    if (stopped) return;
+    jobs
+      .send('analytics.rollup', {}, {})
+      .then(() => {
+        stopped = true;
+        clearInterval(timer);
+      })
+      .catch(() => undefined);
+  }, 500);
+  timer.unref();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}

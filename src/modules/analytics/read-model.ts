@@ -1,0 +1,232 @@
+import type { Queryable } from '../../db/pool.js';
+import type { Scope } from '../../http/auth.js';
+
+/** Dashboard reads. Every query reads rollup tables only (an_*), never raw events. */
+
+export type Env = 'production' | 'sandbox';
+export type Segment = 'overall' | 'platform' | 'country';
+export type Family = 'act' | 'flags' | 'roll' | 'new' | 'sess' | 'rev' | 'mrr' | 't2p';
+
+export interface Bucket {
+  s: string;
+  e: string;
+}
+
+/** Raw per-bucket, per-segment aggregates the metric formulas are computed from. */
+export interface Raw {
+  device_days: number;
+  active: number;
+  onb_s: number;
+  onb_c: number;
+  pw: number;
+  trial: number;
+  paid: number;
+  crash: number;
+  wau: number;
+  mau: number;
+  new_users: number;
+  onb_new: number;
+  c1: number;
+  r1: number;
+  c7: number;
+  r7: number;
+  c30: number;
+  r30: number;
+  sessions: number;
+  started: number;
+  dur: number;
+  paid_usd: number;
+  paid_n: number;
+  refund_usd: number;
+  refund_n: number;
+  mrr: number;
+  t_c7: number;
+  t_p7: number;
+  t_c30: number;
+  t_p30: number;
+}
+
+export const EMPTY_RAW: Raw = Object.freeze({
+  device_days: 0, active: 0, onb_s: 0, onb_c: 0, pw: 0, trial: 0, paid: 0, crash: 0, wau: 0, mau: 0,
+  new_users: 0, onb_new: 0, c1: 0, r1: 0, c7: 0, r7: 0, c30: 0, r30: 0, sessions: 0, started: 0, dur: 0,
+  paid_usd: 0, paid_n: 0, refund_usd: 0, refund_n: 0, mrr: 0, t_c7: 0, t_p7: 0, t_c30: 0, t_p30: 0,
+}) as Raw;
+
+// $1 tenant, $2 app, $3 environment, $4 bucket starts, $5 bucket ends, $6 platform filter, $7 today.
+// Every statement mentions all seven parameters (the protocol refuses unused ones).
+const B = `b AS (SELECT s, e, i::int AS i FROM unnest($4::date[], $5::date[]) WITH ORDINALITY AS u(s, e, i) WHERE $7::date IS NOT NULL)`;
+const F = (x: string) => `${x}.tenant_id = $1 AND ${x}.app_id = $2 AND ${x}.environment = $3 AND ($6::text IS NULL OR ${x}.platform = $6)`;
+const seg = (s: Segment, x: string) => (s === 'overall' ? `''` : `coalesce(${x}.${s}, 'unknown')`);
+// Distinct users over [s, e] = device-day rows in it whose previous active day is before s. The
+// rows are first folded into a small (day, segment, gap) histogram, then summed per bucket.
+const hist = (s: Segment, back: number) => `h AS (
+  SELECT x.day, ${seg(s, 'x')} AS seg, coalesce(x.day - x.prev_day, 100000) AS gap, count(*)::int AS n
+    FROM an_device_days x
+   WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) - ${back} AND (SELECT max(e) FROM b)
+   GROUP BY 1, 2, 3)`;
+
+export function familySql(f: Family, s: Segment): string {
+  const g = seg(s, 'x');
+  switch (f) {
+    case 'act':
+      return `WITH ${B}, ${hist(s, 0)} SELECT b.i, h.seg, sum(h.n)::int AS device_days,
+        coalesce(sum(h.n) FILTER (WHERE h.gap > h.day - b.s), 0)::int AS active
+        FROM b JOIN h ON h.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+    case 'roll':
+      return `WITH ${B}, ${hist(s, 29)} SELECT b.i, h.seg,
+        coalesce(sum(h.n) FILTER (WHERE h.day >= b.e - 6 AND h.gap > h.day - (b.e - 6)), 0)::int AS wau,
+        coalesce(sum(h.n) FILTER (WHERE h.gap > h.day - (b.e - 29)), 0)::int AS mau
+        FROM b JOIN h ON h.day BETWEEN b.e - 29 AND b.e GROUP BY 1, 2`;
+    case 'flags':
+      return `WITH ${B} SELECT b.i, ${g} AS seg,
+        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 1 <> 0)::int AS onb_s,
+        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 2 <> 0)::int AS onb_c,
+        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 4 <> 0)::int AS pw,
+        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 8 <> 0)::int AS trial,
+        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 16 <> 0)::int AS paid,
+        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 32 <> 0)::int AS crash
+        FROM b JOIN an_device_days x ON ${F('x')} AND x.flags <> 0 AND x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+    case 'new': {
+      const ret = [[1, 1], [7, 4], [30, 16]]
+        .map(([n, bit]) => `coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n}), 0)::int AS c${n},
+        coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n} AND d.mask & ${bit} <> 0), 0)::int AS r${n}`)
+        .join(',\n        ');
+      return `WITH ${B}, d AS (
+          SELECT x.first_day, ${g} AS seg, x.ret_mask AS mask, x.onb_day, count(*)::int AS n FROM an_devices x
+           WHERE ${F('x')} AND x.first_day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3, 4)
+        SELECT b.i, d.seg, sum(d.n)::int AS new_users,
+        coalesce(sum(d.n) FILTER (WHERE d.onb_day <= b.e), 0)::int AS onb_new,
+        ${ret}
+        FROM b JOIN d ON d.first_day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+    }
+    case 'sess':
+      // Sessions longer than 31 days are not looked back for; sessions are minutes long in practice.
+      return `WITH ${B}, g AS (
+          SELECT x.start_day, x.end_day, ${g} AS seg, count(*)::int AS n, sum(extract(epoch FROM x.end_ts - x.start_ts))::float8 AS dur
+            FROM an_sessions x
+           WHERE ${F('x')} AND x.start_day BETWEEN (SELECT min(s) FROM b) - 31 AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3)
+        SELECT b.i, g.seg, coalesce(sum(g.n) FILTER (WHERE g.end_day >= b.s), 0)::int AS sessions,
+        coalesce(sum(g.n) FILTER (WHERE g.start_day >= b.s), 0)::int AS started,
+        coalesce(sum(g.dur) FILTER (WHERE g.start_day >= b.s), 0)::float8 AS dur
+        FROM b JOIN g ON g.start_day BETWEEN b.s - 31 AND b.e GROUP BY 1, 2`;
+    case 'rev':
+      return `WITH ${B} SELECT b.i, ${g} AS seg,
+        coalesce(sum(x.amount_usd) FILTER (WHERE x.kind = 'paid'), 0)::float8 AS paid_usd,
+        count(*) FILTER (WHERE x.kind = 'paid')::int AS paid_n,
+        coalesce(sum(x.amount_usd) FILTER (WHERE x.kind = 'refund'), 0)::float8 AS refund_usd,
+        count(*) FILTER (WHERE x.kind = 'refund')::int AS refund_n
+        FROM b JOIN an_purchases x ON ${F('x')} AND x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+    case 'mrr':
+      return `WITH ${B} SELECT b.i, ${g} AS seg, coalesce(sum(x.mrr_usd), 0)::float8 AS mrr
+        FROM b JOIN an_purchases x ON ${F('x')} AND x.kind = 'paid' AND x.mrr_usd IS NOT NULL
+         AND x.day <= b.e AND x.period_end > b.e GROUP BY 1, 2`;
+    case 't2p': {
+      const conv = [7, 30]
+        .map((n) => `count(*) FILTER (WHERE x.day <= $7::date - ${n})::int AS t_c${n},
+        count(*) FILTER (WHERE x.day <= $7::date - ${n} AND EXISTS (SELECT 1 FROM an_purchases p
+          WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = x.anon_id AND p.kind = 'paid'
+            AND p.ts >= x.ts AND p.ts <= x.ts + interval '${n * 24} hours'))::int AS t_p${n}`)
+        .join(',\n        ');
+      return `WITH ${B}, x AS (
+          SELECT x.anon_id, x.platform, x.country, min(x.ts) AS ts, min(x.day) AS day
+            FROM an_purchases x
+           WHERE ${F('x')} AND x.kind = 'trial' AND x.day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b)
+           GROUP BY 1, 2, 3
+          -- only a device's first trial counts: none before the earliest bucket
+          HAVING NOT EXISTS (SELECT 1 FROM an_purchases p WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = x.anon_id
+                               AND p.kind = 'trial' AND p.day < (SELECT min(s) FROM b)))
+        SELECT b.i, ${g} AS seg, ${conv}
+        FROM b JOIN x ON x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+    }
+  }
+}
+
+export interface Query {
+  env: Env;
+  buckets: Bucket[];
+  segment: Segment;
+  platform: string | null;
+  today: string;
+}
+
+export function createAnalyticsReadModel(db: Queryable) {
+  return {
+    /** The app's timezone, today in it, and the rollup freshness stamp. */
+    async context(scope: Scope): Promise<{ timezone: string; today: string; folded_at: Date | null } | null> {
+      const { rows } = await db.query(
+        `SELECT s.timezone, (now() AT TIME ZONE s.timezone)::date::text AS today,
+                (SELECT folded_at FROM an_rollup_state WHERE id = 1) AS folded_at
+           FROM app_settings s WHERE s.tenant_id = $1 AND s.app_id = $2`,
+        [scope.tenantId, scope.appId],
+      );
+      return rows[0] ?? null;
+    },
+
+    /** Raw aggregates keyed by `${bucketIndex}|${segmentValue}` (bucket index from 1). */
+    async aggregates(scope: Scope, q: Query, families: Set<Family>): Promise<Map<string, Raw>> {
+      const out = new Map<string, Raw>();
+      if (q.buckets.length === 0) return out;
+      const params = [scope.tenantId, scope.appId, q.env, q.buckets.map((b) => b.s), q.buckets.map((b) => b.e), q.platform, q.today];
+      const results = await Promise.all([...families].map((f) => db.query(familySql(f, q.segment), params)));
+      for (const { rows } of results) {
+        for (const r of rows as Record<string, number | string>[]) {
+          const key = `${r.i}|${r.seg}`;
+          const acc = out.get(key) ?? { ...EMPTY_RAW };
+          for (const [k, v] of Object.entries(r)) if (k !== 'i' && k !== 'seg') (acc as unknown as Record<string, number>)[k] = Number(v);
+          out.set(key, acc);
+        }
+      }
+      return out;
+    },
+
+    /** Retention cohorts per first day (and segment value). */
+    async cohorts(scope: Scope, env: Env, start: string, end: string, segment: Segment) {
+      const days = [1, 3, 7, 14, 30, 60, 90];
+      const cols = days.map((n, bit) => `count(*) FILTER (WHERE x.ret_mask & ${1 << bit} <> 0)::int AS r${n}`).join(', ');
+      const { rows } = await db.query<Record<string, number | string>>(
+        `SELECT x.first_day::text AS day, ${seg(segment, 'x')} AS seg, count(*)::int AS size, ${cols}
+           FROM an_devices x WHERE x.tenant_id = $1 AND x.app_id = $2 AND x.environment = $3 AND x.first_day BETWEEN $4 AND $5
+          GROUP BY 1, 2 ORDER BY 1, 2`,
+        [scope.tenantId, scope.appId, env, start, end],
+      );
+      return rows;
+    },
+
+    /** Latest day with any event, in rollup days. */
+    async latestDay(scope: Scope, env: Env): Promise<string | null> {
+      const { rows } = await db.query<{ d: string | null }>(
+        `SELECT max(day)::text AS d FROM an_device_days WHERE tenant_id = $1 AND app_id = $2 AND environment = $3`,
+        [scope.tenantId, scope.appId, env],
+      );
+      return rows[0].d;
+    },
+
+    async funnelExtra(scope: Scope): Promise<unknown> {
+      const { rows } = await db.query(`SELECT extra->'funnels' AS f FROM app_settings WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
+      return rows[0]?.f ?? null;
+    },
+
+    async setFunnelOverride(scope: Scope, name: string, steps: unknown[] | null): Promise<void> {
+      await db.query(
+        `UPDATE app_settings SET extra = CASE WHEN $4::jsonb IS NULL
+              THEN extra #- ARRAY['funnels', $3::text]
+              ELSE jsonb_set(CASE WHEN jsonb_typeof(extra->'funnels') = 'object' THEN extra ELSE extra || '{"funnels":{}}' END,
+                             ARRAY['funnels', $3::text], $4::jsonb) END,
+             updated_at = now()
+          WHERE tenant_id = $1 AND app_id = $2`,
+        [scope.tenantId, scope.appId, name, steps === null ? null : JSON.stringify(steps)],
+      );
+    },
+
+    async activity(scope: Scope) {
+      const { rows } = await db.query<{ id: number; entity_type: string; action: string; description: string; created_at: Date }>(
+        `SELECT id, entity_type, action, description, created_at FROM activity
+          WHERE tenant_id = $1 AND app_id = $2 ORDER BY created_at DESC, id DESC LIMIT 20`,
+        [scope.tenantId, scope.appId],
+      );
+      return rows;
+    },
+  };
+}
+
+export type AnalyticsReadModel = ReturnType<typeof createAnalyticsReadModel>;

@@ -1,0 +1,301 @@
+import type { Db, Queryable, Tx } from '../../db/pool.js';
+import { withTx } from '../../db/pool.js';
+import { FUNNELS } from './funnels.js';
+
+const DEFAULT_FUNNEL_EVENTS = [...new Set(Object.values(FUNNELS).flatMap((steps) => steps.flatMap((s) => (s.event ? [s.event] : []))))];
+
+/**
+ * Rollup writes. The fold is platform maintenance across apps (one global watermark over
+ * events.seq), but every statement keys its rows by tenant_id + app_id + environment.
+ */
+
+/** Bits of an_device_days.flags. */
+export const FLAG = { onbStarted: 1, onbCompleted: 2, paywall: 4, trial: 8, paid: 16, crash: 32 } as const;
+
+const IS_TRIAL = `(json_typeof(props->'is_trial') = 'boolean' AND props->>'is_trial' = 'true')`;
+
+/**
+ * Stages the events of one source (a seq range, or one app for a rebuild) with their day in the
+ * app's rollup timezone. Only consented events enter analytics.
+ */
+function stageSql(where: string): string {
+  return `
+CREATE TEMP TABLE an_ev ON COMMIT DROP AS
+SELECT e.tenant_id, e.app_id, e.environment, e.event_id, e.event_name, e.ts,
+       (e.ts AT TIME ZONE coalesce(st.timezone, 'UTC'))::date AS day,
+       e.anon_id, e.session_id, e.platform, e.country, p.props,
+       CASE e.event_name
+         WHEN 'onboarding_flow_started' THEN ${FLAG.onbStarted}
+         WHEN 'onboarding_flow_completed' THEN ${FLAG.onbCompleted}
+         WHEN 'paywall_view' THEN ${FLAG.paywall}
+         WHEN 'app_crash' THEN ${FLAG.crash}
+         WHEN 'purchase_completed' THEN CASE WHEN ${IS_TRIAL} THEN ${FLAG.trial} ELSE ${FLAG.paid} END
+         ELSE 0 END AS flag
+  FROM events e
+  LEFT JOIN an_app_state st ON st.app_id = e.app_id
+  CROSS JOIN LATERAL (SELECT CASE WHEN e.event_name IN ('purchase_completed', 'purchase_refunded')
+                                  THEN e.payload->'properties' END AS props) p
+ WHERE e.consent AND ${where}`;
+}
+
+/**
+ * Event names any funnel can use: the defaults plus those named in apps' overrides. Only these
+ * are kept in an_steps (high-volume names such as screen_view never are). An override naming a
+ * new event sees that event from the next fold on; a rebuild (timezone change) backfills it.
+ */
+async function funnelEventNames(q: Queryable): Promise<string[]> {
+  const { rows } = await q.query<{ e: string }>(`
+SELECT DISTINCT st->>'event' AS e FROM app_settings s
+ CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(s.extra->'funnels') = 'object' THEN s.extra->'funnels' ELSE '{}' END) f
+ CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(f.value) = 'array' THEN f.value ELSE '[]' END) st
+ WHERE jsonb_typeof(st) = 'object' AND st->>'event' IS NOT NULL`);
+  return [...new Set([...DEFAULT_FUNNEL_EVENTS, ...rows.map((r) => r.e)])];
+}
+
+/** Folds the staged events into every rollup table. Returns the number of events folded. */
+async function foldStaged(tx: Tx): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_ev`);
+  const n = rows[0].n;
+  if (n === 0) return 0;
+  await tx.query(`ANALYZE an_ev`);
+
+  // 1. The batch per device-day, marking the days the device did not have yet.
+  await tx.query(`
+CREATE TEMP TABLE an_dd ON COMMIT DROP AS
+SELECT v.*, (x.anon_id IS NULL) AS is_new
+  FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags
+          FROM an_ev GROUP BY tenant_id, app_id, environment, anon_id, day) v
+  LEFT JOIN an_device_days x ON x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
+  await tx.query(`ANALYZE an_dd`);
+
+  // 2. Per device: merge the batch into the stored device row. A device is "late" when the batch
+  // adds a day before its last known day (its first event, platform, country, previous-day chain
+  // or retention bits may change); late devices are recomputed from their full history below.
+  // In-order devices (the normal case) update incrementally.
+  await tx.query(`
+CREATE TEMP TABLE an_dev ON COMMIT DROP AS
+SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
+       (o.anon_id IS NOT NULL AND f.ts < o.first_ts) AS moved,
+       (o.anon_id IS NOT NULL AND c.min_new < o.last_day) AS late,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.ts ELSE o.first_ts END AS first_ts,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.day ELSE o.first_day END AS first_day,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.platform ELSE o.platform END AS platform,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.country ELSE o.country END AS country,
+       o.platform AS old_platform, o.country AS old_country, o.last_day AS old_last,
+       greatest(o.last_day, c.max_day) AS last_day,
+       coalesce(o.ret_mask, 0) | (
+         SELECT coalesce(bit_or(CASE nd - coalesce(o.first_day, f.day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
+                                  WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) FROM unnest(c.new_days) nd) AS ret_mask,
+       least(o.onb_day, c.onb) AS onb_day
+  FROM (SELECT DISTINCT ON (app_id, environment, anon_id) tenant_id, app_id, environment, anon_id, ts, day, platform, country
+          FROM an_ev ORDER BY app_id, environment, anon_id, ts, event_id) f
+  LEFT JOIN an_devices o ON o.app_id = f.app_id AND o.environment = f.environment AND o.anon_id = f.anon_id
+  JOIN (SELECT app_id, environment, anon_id, max(day) AS max_day, min(day) FILTER (WHERE is_new) AS min_new,
+               min(day) FILTER (WHERE flags & ${FLAG.onbStarted} <> 0) AS onb, array_agg(day) FILTER (WHERE is_new) AS new_days
+          FROM an_dd GROUP BY app_id, environment, anon_id) c
+    ON c.app_id = f.app_id AND c.environment = f.environment AND c.anon_id = f.anon_id`);
+  await tx.query(`ANALYZE an_dev`);
+  await tx.query(`
+INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day)
+SELECT tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day FROM an_dev
+ON CONFLICT (app_id, environment, anon_id) DO UPDATE
+   SET first_ts = EXCLUDED.first_ts, first_day = EXCLUDED.first_day, platform = EXCLUDED.platform, country = EXCLUDED.country,
+       last_day = EXCLUDED.last_day, ret_mask = EXCLUDED.ret_mask, onb_day = EXCLUDED.onb_day
+ WHERE (an_devices.first_ts, an_devices.last_day, an_devices.ret_mask, an_devices.onb_day)
+       IS DISTINCT FROM (EXCLUDED.first_ts, EXCLUDED.last_day, EXCLUDED.ret_mask, EXCLUDED.onb_day)`);
+
+  // A late first event can change the device's platform/country: its copies follow.
+  for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
+    await tx.query(`
+UPDATE ${table} t SET platform = m.platform, country = m.country
+  FROM an_dev m WHERE m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)
+   AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
+  }
+
+  // 3. Device-days. For in-order devices a new day's previous active day is the latest of the
+  // stored last day and the batch's earlier days, so it is written with the row.
+  await tx.query(`
+INSERT INTO an_device_days (tenant_id, app_id, environment, day, anon_id, platform, country, events, flags, prev_day)
+SELECT v.tenant_id, v.app_id, v.environment, v.day, v.anon_id, d.platform, d.country, v.n, v.flags,
+       greatest(lag(v.day) OVER (PARTITION BY v.app_id, v.environment, v.anon_id ORDER BY v.day), d.old_last)
+  FROM an_dd v JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+ON CONFLICT (app_id, environment, day, anon_id) DO UPDATE
+   SET events = an_device_days.events + EXCLUDED.events, flags = an_device_days.flags | EXCLUDED.flags`);
+
+  // 4. Late devices: previous-day chain, retention bits and onboarding day from the full history.
+  const { rows: lateRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev WHERE late`);
+  if (lateRows[0].n > 0) {
+    await tx.query(`
+UPDATE an_device_days t SET prev_day = x.prev
+  FROM (SELECT y.app_id, y.environment, y.anon_id, y.day, y.prev_day AS old,
+               lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id ORDER BY y.day) AS prev
+          FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
+         WHERE a.late) x
+ WHERE t.app_id = x.app_id AND t.environment = x.environment AND t.day = x.day AND t.anon_id = x.anon_id
+   AND x.old IS DISTINCT FROM x.prev`);
+    await tx.query(`
+UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
+  FROM (SELECT a.app_id, a.environment, a.anon_id,
+               coalesce(bit_or(CASE y.day - a.first_day WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
+                                 WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) AS mask,
+               min(y.day) FILTER (WHERE y.flags & ${FLAG.onbStarted} <> 0) AS onb
+          FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
+         WHERE a.late GROUP BY 1, 2, 3) s
+ WHERE d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id`);
+  }
+
+  await tx.query(`
+INSERT INTO an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)
+SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, d.platform, d.country, v.s, v.e, v.sd, v.ed
+  FROM (SELECT tenant_id, app_id, environment, session_id, (array_agg(anon_id ORDER BY ts))[1] AS anon_id,
+               min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
+          FROM an_ev WHERE session_id IS NOT NULL GROUP BY tenant_id, app_id, environment, session_id) v
+  JOIN an_devices d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+ON CONFLICT (app_id, environment, session_id) DO UPDATE
+   SET start_ts = least(an_sessions.start_ts, EXCLUDED.start_ts), end_ts = greatest(an_sessions.end_ts, EXCLUDED.end_ts),
+       start_day = least(an_sessions.start_day, EXCLUDED.start_day), end_day = greatest(an_sessions.end_day, EXCLUDED.end_day)`);
+
+  await tx.query(`
+INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
+                          price, currency, amount_usd, period, period_end, mrr_usd)
+SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, d.country, v.kind, v.ts, v.day,
+       v.price, v.currency, v.price * r.rate, v.period,
+       CASE WHEN v.kind = 'paid' THEN an_period_end(v.day, v.period) END,
+       CASE WHEN v.kind = 'paid' THEN an_monthly(v.price * r.rate, v.period) END
+  FROM (SELECT tenant_id, app_id, environment, event_id, anon_id, ts, day,
+               CASE WHEN event_name = 'purchase_refunded' THEN 'refund' WHEN flag = ${FLAG.trial} THEN 'trial' ELSE 'paid' END AS kind,
+               CASE WHEN json_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
+                    THEN (props->>'price')::float8 ELSE 0 END AS price,
+               upper(left(CASE WHEN json_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
+               CASE WHEN json_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
+          FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
+  JOIN an_devices d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+  CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
+ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
+
+  // Funnel material: the first 20 timestamps per device, event and day are enough to find
+  // "the earliest step-k event at or after step k-1" for any realistic funnel.
+  await tx.query(`
+INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
+SELECT tenant_id, app_id, environment, name, day, anon_id, (array_agg(ts ORDER BY ts))[1:20]
+  FROM (SELECT tenant_id, app_id, environment, event_name AS name, day, anon_id, ts FROM an_ev WHERE event_name = ANY($1::text[])
+        UNION ALL
+        SELECT tenant_id, app_id, environment, '$trial', day, anon_id, ts FROM an_ev WHERE flag = ${FLAG.trial}) s
+ GROUP BY tenant_id, app_id, environment, name, day, anon_id
+ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
+   SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
+             ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`,
+    [await funnelEventNames(tx)]);
+  return n;
+}
+
+const ROLLUP_TABLES = ['an_devices', 'an_device_days', 'an_sessions', 'an_purchases', 'an_steps'];
+
+export interface FoldResult {
+  folded: number;
+  watermark: number;
+}
+
+export function createRollupStore(db: Db) {
+  /** Every app gets its rollup timezone recorded the first time the fold meets it. */
+  async function registerApps(q: Queryable): Promise<void> {
+    await q.query(`
+INSERT INTO an_app_state (app_id, tenant_id, timezone)
+SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_settings s ON s.app_id = a.id
+ON CONFLICT (app_id) DO NOTHING`);
+  }
+
+  return {
+    async state(): Promise<{ watermark: number; folded_at: Date | null; events_folded: number }> {
+      const { rows } = await db.query(`SELECT watermark, folded_at, events_folded FROM an_rollup_state WHERE id = 1`);
+      return rows[0];
+    },
+
+    /** Highest seq handed out so far and the sessions currently holding a write lock on events. */
+    async seqHorizon(): Promise<{ last: number; writers: { pid: number; xact_start: string }[] }> {
+      const { rows } = await db.query<{ last: number | null }>(`SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')), 0) AS last`);
+      const w = await db.query<{ pid: number; xact_start: string }>(`
+SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'relation' AND l.relation = 'events'::regclass AND l.mode = 'RowExclusiveLock'
+   AND l.granted AND l.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL`);
+      return { last: Number(rows[0].last), writers: w.rows };
+    },
+
+    /** Which of these writer transactions are still open. */
+    async stillOpen(writers: { pid: number; xact_start: string }[]): Promise<number> {
+      if (writers.length === 0) return 0;
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity a
+           JOIN unnest($1::int[], $2::text[]) AS w(pid, xs) ON a.pid = w.pid AND a.xact_start::text = w.xs`,
+        [writers.map((w) => w.pid), writers.map((w) => w.xact_start)],
+      );
+      return rows[0].n;
+    },
+
+    /** Folds seq in (watermark, min(upper, watermark + chunk)] in one transaction. */
+    async foldChunk(upper: number, chunk: number): Promise<FoldResult> {
+      return withTx(db, async (tx) => {
+        const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = 1 FOR UPDATE`);
+        const from = Number(rows[0].watermark);
+        if (from >= upper) return { folded: 0, watermark: from };
+        // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
+        await tx.query(`SET LOCAL synchronous_commit = off`);
+        const to = Math.min(upper, from + chunk);
+        await registerApps(tx);
+        await tx.query(stageSql(`e.seq > ${from} AND e.seq <= ${to}`));
+        const folded = await foldStaged(tx);
+        await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = 1`, [to, folded]);
+        return { folded, watermark: to };
+      });
+    },
+
+    /**
+     * Fresh statistics for the rollup tables. The fold's joins against them pick index look-ups
+     * only when the planner knows they are big; autovacuum's analyze lags a long catch-up run.
+     */
+    async analyze(): Promise<void> {
+      await db.query(`ANALYZE ${ROLLUP_TABLES.join(', ')}`);
+    },
+
+    /** Touches the freshness stamp when there was nothing to fold. */
+    async markIdle(): Promise<void> {
+      await db.query(`UPDATE an_rollup_state SET folded_at = now() WHERE id = 1`);
+    },
+
+    /** Apps whose settings timezone differs from the one their rollups were built with. */
+    async appsNeedingRebuild(): Promise<{ app_id: string; timezone: string }[]> {
+      await registerApps(db);
+      const { rows } = await db.query(`
+SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_id = st.app_id
+ WHERE s.timezone <> st.timezone`);
+      return rows;
+    },
+
+    /**
+     * Rebuilds one app's rollups from its raw events up to the watermark, in one transaction:
+     * readers keep the old numbers until the new ones commit.
+     */
+    async rebuildApp(appId: string, timezone: string): Promise<number> {
+      return withTx(db, async (tx) => {
+        const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = 1 FOR UPDATE`);
+        const wm = Number(rows[0].watermark);
+        await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
+        for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
+        await tx.query(stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`));
+        return foldStaged(tx);
+      });
+    },
+
+    /** Purchases stored before their currency had a rate get converted once one exists. */
+    async convertPending(): Promise<void> {
+      await db.query(`
+UPDATE an_purchases p SET amount_usd = p.price * r.rate,
+       mrr_usd = CASE WHEN p.kind = 'paid' THEN an_monthly(p.price * r.rate, p.period) END
+  FROM (SELECT app_id, environment, event_id, usd_rate(currency, day) AS rate FROM an_purchases WHERE amount_usd IS NULL) r
+ WHERE r.rate IS NOT NULL AND p.app_id = r.app_id AND p.environment = r.environment AND p.event_id = r.event_id
+   AND p.amount_usd IS NULL`);
+    },
+  };
+}
+
+export type RollupStore = ReturnType<typeof createRollupStore>;
