@@ -36,6 +36,8 @@ export async function buildApp({ logger, plugins, version }: { logger: Logger; p
   app.addSchema(Problem);
 
   await app.register(swagger, {
+    // Shared schemas keep their $id as the component name (Problem, EventEnvelope) instead of def-N.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     openapi: {
       info: {
         title: 'Mobile SDK backend',

@@ -48,6 +48,7 @@ describe('wire conventions', () => {
     assert.equal(doc.status, 200);
     assert.ok(doc.body.paths['/api/v1/ingest/events']);
     assert.ok(doc.body.paths['/api/v1/sdk/api-keys/{id}/rotate']);
+    assert.ok(Object.keys(doc.body.components.schemas).some((k) => /EventEnvelope/.test(k)), 'the event envelope is documented');
     const ui = await c.get('/docs/');
     assert.equal(ui.status, 200);
   });

@@ -36,7 +36,7 @@ export const EventEnvelope = Type.Object({
   }),
   properties: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown())),
   privacy: Type.Object({ consent: Type.Object({ analytics: Type.Boolean() }) }),
-});
+}, { $id: 'EventEnvelope', description: 'SDK event, schema_version 1. Unknown fields are kept and ignored.' });
 
 export type Envelope = Static<typeof EventEnvelope>;
 

@@ -22,6 +22,9 @@ const IngestAnswer = Type.Object({
 export const ingestRoutes =
   ({ auth, ingest }: { auth: Auth; ingest: IngestService }): FastifyPluginAsyncTypebox =>
   async (app) => {
+    // Documented as a component; events are validated one by one in the service, not by the body schema,
+    // so that one bad event does not fail its batch.
+    app.addSchema(EventEnvelope);
     app.post('/api/v1/ingest/events', {
       preHandler: auth.sdkKey,
       bodyLimit: MAX_BODY_BYTES,
@@ -29,7 +32,9 @@ export const ingestRoutes =
         tags: ['ingest'],
         summary: 'Ingest a batch of 1 to 500 events; invalid events are rejected alone with their index',
         description: 'Each item must match EventEnvelope; a 202 means the valid events are committed. Retries are stored once (dedupe on event_id).',
-        body: Type.Object({ batch: Type.Array(Type.Unknown({ description: 'EventEnvelope' }), { minItems: 1, maxItems: 500 }) }),
+        body: Type.Object({
+          batch: Type.Array(Type.Unknown({ description: 'An EventEnvelope (components.schemas.EventEnvelope)' }), { minItems: 1, maxItems: 500 }),
+        }),
         response: { 202: IngestAnswer, ...errors(400, 401, 413, 429) },
       },
     }, async (req, reply) => {
@@ -54,4 +59,3 @@ export const ingestRoutes =
     }, async (req, reply) => reply.status(202).send(await ingest.identify(keyOf(req), req.body)));
   };
 
-export { EventEnvelope };
