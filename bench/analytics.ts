@@ -59,7 +59,9 @@ SELECT $1, $2, 'production', gen_random_uuid(), g.name, g.ts, g.anon, g.sess, g.
       CROSS JOIN LATERAL (SELECT abs(hashint4(k)) % $4::int AS d, abs(hashint4(k * 7)) % 1000 AS r) a
       -- A device's first day is d % 90; its events spread over the days from then to today.
       CROSS JOIN LATERAL (SELECT (d % 90) + abs(hashint4(k * 31)) % (90 - d % 90) AS day) b
-  ) g`;
+  ) g
+ -- Ingestion order follows event time, as it does for real SDK traffic (late events are the exception).
+ ORDER BY g.ts`;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);

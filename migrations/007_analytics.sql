@@ -60,6 +60,21 @@ CREATE TABLE an_device_days (
 CREATE INDEX an_device_days_device_idx ON an_device_days (app_id, environment, anon_id, day);
 CREATE INDEX an_device_days_flags_idx ON an_device_days (app_id, environment, day) WHERE flags <> 0;
 
+-- Active-user histogram: device-days per day, platform, country and gap (days since the device's
+-- previous active day; 100000 on its first day). Users active in [s, e] = sum of n over days in
+-- [s, e] with gap > day - s. Kept in step with an_device_days by the fold (n may reach 0).
+CREATE TABLE an_active_hist (
+  tenant_id uuid NOT NULL,
+  app_id uuid NOT NULL,
+  environment text NOT NULL,
+  day date NOT NULL,
+  platform text NOT NULL,
+  country text NOT NULL,
+  gap integer NOT NULL,
+  n integer NOT NULL,
+  PRIMARY KEY (app_id, environment, day, platform, country, gap)
+);
+
 CREATE TABLE an_sessions (
   tenant_id uuid NOT NULL,
   app_id uuid NOT NULL,
@@ -75,6 +90,22 @@ CREATE TABLE an_sessions (
   PRIMARY KEY (app_id, environment, session_id)
 );
 CREATE INDEX an_sessions_day_idx ON an_sessions (app_id, environment, start_day);
+CREATE INDEX an_sessions_device_idx ON an_sessions (app_id, environment, anon_id);
+
+-- Sessions counted per (start day, end day, platform, country), with their summed duration in
+-- seconds; kept in step with an_sessions by the fold.
+CREATE TABLE an_session_hist (
+  tenant_id uuid NOT NULL,
+  app_id uuid NOT NULL,
+  environment text NOT NULL,
+  start_day date NOT NULL,
+  end_day date NOT NULL,
+  platform text NOT NULL,
+  country text NOT NULL,
+  n integer NOT NULL,
+  dur double precision NOT NULL,
+  PRIMARY KEY (app_id, environment, start_day, end_day, platform, country)
+);
 
 -- purchase_completed (kind paid | trial) and purchase_refunded (kind refund), one row per event.
 -- amount_usd is NULL while the currency has no rate; later folds retry the conversion.

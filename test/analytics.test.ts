@@ -386,6 +386,30 @@ describe('analytics: rollups and the 24 metrics', () => {
     assert.deepEqual(r2.body.cohorts, r1.body.cohorts);
   });
 
+  it('moves a device to the platform of a late, earlier first event', async () => {
+    const F = randomUUID();
+    const fev = (platform: string, off: number, s: string) =>
+      makeEvent({ event_name: 'app_open', ts_ms: at(off, '12:00'), user: { anon_id: F }, context: { session_id: s },
+        device: { platform, os: '1', app_version: '1', sdk_version: '1', locale: 'de_DE', country: 'DE' } });
+    const count = async () => {
+      const a = cur(await kpis(`${W()}&environment=sandbox&platform=android`));
+      const i = cur(await kpis(`${W()}&environment=sandbox&platform=ios`));
+      return { android: a.new_users, ios: i.new_users, androidSessions: a.avg_sessions_per_user };
+    };
+    const before = await count();
+    await ingest([fev('android', 5, randomUUID())], t.sandbox.public_key);
+    await fold();
+    const mid = await count();
+    assert.equal(mid.android, before.android + 1);
+    await ingest([fev('ios', 1, randomUUID())], t.sandbox.public_key);
+    await fold();
+    const after = await count();
+    // F's first event is now the iOS one: F counts under ios only, with both its sessions
+    assert.equal(after.android, before.android);
+    assert.equal(after.ios, mid.ios + 1);
+    assert.equal(after.androidSessions, before.androidSessions);
+  });
+
   it('rebuilds in the background when the timezone changes', async () => {
     assert.equal((await c.patch('/api/v1/settings', { timezone: 'UTC' }, t.console)).status, 200);
     // In UTC, B's "B+1 00:30 Tokyo" app_open is B 15:30 UTC: cohort B's d1 drops to A only (50%).

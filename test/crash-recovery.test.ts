@@ -92,7 +92,10 @@ describe('crash recovery (embedded database)', () => {
     assert.ok(acknowledged.length >= 200, `ingested ${acknowledged.length} before the kill`);
     assert.ok(existsSync(path.join(dataDir, 'pg', 'postmaster.pid')), 'the orphaned postgres is still there, as after a real crash');
 
-    const second = await startService(port, pgPort);
+    // A new port: keep-alive sockets to the killed process must not be reused for the checks below.
+    const port2 = await freePort();
+    const second = await startService(port2, pgPort);
+    const c2 = client(`http://127.0.0.1:${port2}`);
     const ids = acknowledged.map((e) => e.event_id as string);
     const db = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${pgPort}/app` });
     await db.connect();
@@ -103,7 +106,7 @@ describe('crash recovery (embedded database)', () => {
 
       // SDKs re-send what they could not confirm: retries add nothing.
       for (let i = 0; i < acknowledged.length; i += 500) {
-        const r = await c.post('/api/v1/ingest/events', { batch: acknowledged.slice(i, i + 500) }, { 'x-api-key': t.live.public_key });
+        const r = await c2.post('/api/v1/ingest/events', { batch: acknowledged.slice(i, i + 500) }, { 'x-api-key': t.live.public_key });
         assert.equal(r.status, 202);
       }
       assert.deepEqual(await count(), { n: ids.length, d: ids.length });
@@ -115,7 +118,7 @@ describe('crash recovery (embedded database)', () => {
     const pgPid = Number(readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
     process.kill(pgPid, 'SIGKILL');
     await sleep(300);
-    const h = await c.get('/api/v1/ingest/health');
+    const h = await c2.get('/api/v1/ingest/health');
     assert.equal(h.status, 503);
     assert.equal(h.body.status, 'degraded');
     assert.equal(h.body.checks.database, 'down');

@@ -158,4 +158,20 @@ describe('delivery: retries, failure, disabling', () => {
     // Cap per endpoint: the slow endpoint never had every slot.
     rx.respond(() => ({ status: 200 }));
   });
+
+  it('delivers a burst far larger than the worker concurrency completely, each once', async () => {
+    const t3 = await createTenant(c);
+    await c.patch('/api/v1/settings', { events_per_minute: 100_000 }, t3.console);
+    rx.respond(() => ({ status: 200 }));
+    for (let i = 0; i < 4; i++) await c.post('/api/v1/webhooks', { url: rx.url(`/burst${i}`), events: ['onboarding.started'] }, t3.console);
+    // One full outbox batch (500 events) x 4 endpoints = 2,000 deliveries at once.
+    const batch = Array.from({ length: 500 }, () => makeEvent({ event_name: 'onboarding_flow_started' }));
+    assert.equal((await c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': t3.live.public_key })).status, 202);
+    const count = () => [0, 1, 2, 3].reduce((n, i) => n + rx.at(`/burst${i}`).length, 0);
+    await waitFor(() => count() >= 2000, '2,000 deliveries', 30_000);
+    const ids = [0, 1, 2, 3].flatMap((i) => rx.at(`/burst${i}`).map((r) => String(r.headers['webhook-id'])));
+    assert.equal(new Set(ids).size, 2000);
+    const health = await c.get('/api/v1/ingest/health');
+    assert.equal(health.status, 200, 'the process stays responsive');
+  });
 });

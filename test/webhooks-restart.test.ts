@@ -54,16 +54,16 @@ describe('durability', () => {
     const c3 = await start({ WEBHOOK_RETRY_SCHEDULE: '1' }, a.databaseUrl);
     const c = client(a.url);
     const t = await createTenant(c);
-    await c.post('/api/v1/webhooks', { url: rx.url('/many'), events: ['onboarding.started'] }, t.console);
+    await c.post('/api/v1/webhooks', { url: rx.url("/many"), events: ['onboarding.started'] }, t.console);
     rx.respond(() => ({ status: 200 }));
     // Spread the load over the three API instances too.
-    await Promise.all([onboarding(t, a.url, 100), onboarding(t, b.url, 100), onboarding(t, c3.url, 100)]);
-    await waitFor(() => rx.at('/many').length >= 300, '300 deliveries', 20_000);
+    await Promise.all([onboarding(t, a.url, 250), onboarding(t, b.url, 250), onboarding(t, c3.url, 250)]);
+    await waitFor(() => rx.at("/many").length >= 750, "750 deliveries", 20_000);
     await new Promise((r) => setTimeout(r, 500));
-    const ids = rx.at('/many').map((r) => String(r.headers['webhook-id']));
-    assert.equal(ids.length, 300, 'no duplicates arrived late');
-    assert.equal(new Set(ids).size, 300, 'each delivery sent exactly once');
+    const ids = rx.at("/many").map((r) => String(r.headers['webhook-id']));
+    assert.equal(ids.length, 750, 'no duplicates arrived late');
+    assert.equal(new Set(ids).size, 750, 'each delivery sent exactly once');
     const { rows } = await a.db.query(`SELECT count(*)::int AS n, max(attempts) AS max FROM webhook_deliveries WHERE status = 'succeeded'`);
-    assert.deepEqual(rows[0], { n: 300, max: 1 });
+    assert.deepEqual(rows[0], { n: 750, max: 1 });
   });
 });

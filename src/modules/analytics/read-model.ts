@@ -58,10 +58,10 @@ const B = `b AS (SELECT s, e, i::int AS i FROM unnest($4::date[], $5::date[]) WI
 const F = (x: string) => `${x}.tenant_id = $1 AND ${x}.app_id = $2 AND ${x}.environment = $3 AND ($6::text IS NULL OR ${x}.platform = $6)`;
 const seg = (s: Segment, x: string) => (s === 'overall' ? `''` : `coalesce(${x}.${s}, 'unknown')`);
 // Distinct users over [s, e] = device-day rows in it whose previous active day is before s. The
-// rows are first folded into a small (day, segment, gap) histogram, then summed per bucket.
+// fold keeps those rows counted in a (day, platform, country, gap) histogram, summed here per bucket.
 const hist = (s: Segment, back: number) => `h AS (
-  SELECT x.day, ${seg(s, 'x')} AS seg, coalesce(x.day - x.prev_day, 100000) AS gap, count(*)::int AS n
-    FROM an_device_days x
+  SELECT x.day, ${seg(s, 'x')} AS seg, x.gap, sum(x.n)::int AS n
+    FROM an_active_hist x
    WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) - ${back} AND (SELECT max(e) FROM b)
    GROUP BY 1, 2, 3)`;
 
@@ -102,8 +102,8 @@ export function familySql(f: Family, s: Segment): string {
     case 'sess':
       // Sessions longer than 31 days are not looked back for; sessions are minutes long in practice.
       return `WITH ${B}, g AS (
-          SELECT x.start_day, x.end_day, ${g} AS seg, count(*)::int AS n, sum(extract(epoch FROM x.end_ts - x.start_ts))::float8 AS dur
-            FROM an_sessions x
+          SELECT x.start_day, x.end_day, ${g} AS seg, sum(x.n)::int AS n, sum(x.dur)::float8 AS dur
+            FROM an_session_hist x
            WHERE ${F('x')} AND x.start_day BETWEEN (SELECT min(s) FROM b) - 31 AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3)
         SELECT b.i, g.seg, coalesce(sum(g.n) FILTER (WHERE g.end_day >= b.s), 0)::int AS sessions,
         coalesce(sum(g.n) FILTER (WHERE g.start_day >= b.s), 0)::int AS started,

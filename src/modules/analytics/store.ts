@@ -1,56 +1,15 @@
 import type { Db, Queryable, Tx } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import { FUNNELS } from './funnels.js';
+import { FLAG, funnelEventNames, histDelta, sessionDelta, stageSql } from './fold-sql.js';
 
-const DEFAULT_FUNNEL_EVENTS = [...new Set(Object.values(FUNNELS).flatMap((steps) => steps.flatMap((s) => (s.event ? [s.event] : []))))];
+export { FLAG };
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (one global watermark over
  * events.seq), but every statement keys its rows by tenant_id + app_id + environment.
  */
 
-/** Bits of an_device_days.flags. */
-export const FLAG = { onbStarted: 1, onbCompleted: 2, paywall: 4, trial: 8, paid: 16, crash: 32 } as const;
-
-const IS_TRIAL = `(json_typeof(props->'is_trial') = 'boolean' AND props->>'is_trial' = 'true')`;
-
-/**
- * Stages the events of one source (a seq range, or one app for a rebuild) with their day in the
- * app's rollup timezone. Only consented events enter analytics.
- */
-function stageSql(where: string): string {
-  return `
-CREATE TEMP TABLE an_ev ON COMMIT DROP AS
-SELECT e.tenant_id, e.app_id, e.environment, e.event_id, e.event_name, e.ts,
-       (e.ts AT TIME ZONE coalesce(st.timezone, 'UTC'))::date AS day,
-       e.anon_id, e.session_id, e.platform, e.country, p.props,
-       CASE e.event_name
-         WHEN 'onboarding_flow_started' THEN ${FLAG.onbStarted}
-         WHEN 'onboarding_flow_completed' THEN ${FLAG.onbCompleted}
-         WHEN 'paywall_view' THEN ${FLAG.paywall}
-         WHEN 'app_crash' THEN ${FLAG.crash}
-         WHEN 'purchase_completed' THEN CASE WHEN ${IS_TRIAL} THEN ${FLAG.trial} ELSE ${FLAG.paid} END
-         ELSE 0 END AS flag
-  FROM events e
-  LEFT JOIN an_app_state st ON st.app_id = e.app_id
-  CROSS JOIN LATERAL (SELECT CASE WHEN e.event_name IN ('purchase_completed', 'purchase_refunded')
-                                  THEN e.payload->'properties' END AS props) p
- WHERE e.consent AND ${where}`;
-}
-
-/**
- * Event names any funnel can use: the defaults plus those named in apps' overrides. Only these
- * are kept in an_steps (high-volume names such as screen_view never are). An override naming a
- * new event sees that event from the next fold on; a rebuild (timezone change) backfills it.
- */
-async function funnelEventNames(q: Queryable): Promise<string[]> {
-  const { rows } = await q.query<{ e: string }>(`
-SELECT DISTINCT st->>'event' AS e FROM app_settings s
- CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(s.extra->'funnels') = 'object' THEN s.extra->'funnels' ELSE '{}' END) f
- CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(f.value) = 'array' THEN f.value ELSE '[]' END) st
- WHERE jsonb_typeof(st) = 'object' AND st->>'event' IS NOT NULL`);
-  return [...new Set([...DEFAULT_FUNNEL_EVENTS, ...rows.map((r) => r.e)])];
-}
+const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
 
 /** Folds the staged events into every rollup table. Returns the number of events folded. */
 async function foldStaged(tx: Tx): Promise<number> {
@@ -76,7 +35,7 @@ SELECT v.*, (x.anon_id IS NULL) AS is_new
 CREATE TEMP TABLE an_dev ON COMMIT DROP AS
 SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
        (o.anon_id IS NOT NULL AND f.ts < o.first_ts) AS moved,
-       (o.anon_id IS NOT NULL AND c.min_new < o.last_day) AS late,
+       (o.anon_id IS NOT NULL AND (c.min_new < o.last_day OR f.ts < o.first_ts)) IS TRUE AS late,
        CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.ts ELSE o.first_ts END AS first_ts,
        CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.day ELSE o.first_day END AS first_day,
        CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.platform ELSE o.platform END AS platform,
@@ -95,6 +54,8 @@ SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
           FROM an_dd GROUP BY app_id, environment, anon_id) c
     ON c.app_id = f.app_id AND c.environment = f.environment AND c.anon_id = f.anon_id`);
   await tx.query(`ANALYZE an_dev`);
+  // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
+  await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
   await tx.query(`
 INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day)
 SELECT tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day FROM an_dev
@@ -104,23 +65,33 @@ ON CONFLICT (app_id, environment, anon_id) DO UPDATE
  WHERE (an_devices.first_ts, an_devices.last_day, an_devices.ret_mask, an_devices.onb_day)
        IS DISTINCT FROM (EXCLUDED.first_ts, EXCLUDED.last_day, EXCLUDED.ret_mask, EXCLUDED.onb_day)`);
 
-  // A late first event can change the device's platform/country: its copies follow.
-  for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
-    await tx.query(`
+  // A late first event can change the device's platform/country: its copies follow (and its
+  // sessions move between histogram cells).
+  const { rows: movedRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev m WHERE ${MOVED}`);
+  if (movedRows[0].n > 0) {
+    const movedSessions = `an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`;
+    await tx.query(sessionDelta('-', movedSessions));
+    for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
+      await tx.query(`
 UPDATE ${table} t SET platform = m.platform, country = m.country
-  FROM an_dev m WHERE m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)
-   AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
+  FROM an_dev m WHERE ${MOVED} AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
+    }
+    await tx.query(sessionDelta('+', movedSessions));
   }
 
   // 3. Device-days. For in-order devices a new day's previous active day is the latest of the
   // stored last day and the batch's earlier days, so it is written with the row.
   await tx.query(`
+WITH ins AS (
 INSERT INTO an_device_days (tenant_id, app_id, environment, day, anon_id, platform, country, events, flags, prev_day)
 SELECT v.tenant_id, v.app_id, v.environment, v.day, v.anon_id, d.platform, d.country, v.n, v.flags,
        greatest(lag(v.day) OVER (PARTITION BY v.app_id, v.environment, v.anon_id ORDER BY v.day), d.old_last)
   FROM an_dd v JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
 ON CONFLICT (app_id, environment, day, anon_id) DO UPDATE
-   SET events = an_device_days.events + EXCLUDED.events, flags = an_device_days.flags | EXCLUDED.flags`);
+   SET events = an_device_days.events + EXCLUDED.events, flags = an_device_days.flags | EXCLUDED.flags
+RETURNING tenant_id, app_id, environment, day, anon_id, platform, country, prev_day, (xmax = 0) AS inserted)
+${histDelta('+', `ins y JOIN an_dev a ON a.app_id = y.app_id AND a.environment = y.environment AND a.anon_id = y.anon_id
+  WHERE y.inserted AND NOT a.late`).trim()}`);
 
   // 4. Late devices: previous-day chain, retention bits and onboarding day from the full history.
   const { rows: lateRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev WHERE late`);
@@ -142,8 +113,14 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
           FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
          WHERE a.late GROUP BY 1, 2, 3) s
  WHERE d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id`);
+    await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
   }
 
+  // Sessions: the touched sessions leave the histogram with their stored extent and re-enter with the new one.
+  await tx.query(`CREATE TEMP TABLE an_sk ON COMMIT DROP AS SELECT DISTINCT app_id, environment, session_id FROM an_ev WHERE session_id IS NOT NULL`);
+  await tx.query(`ANALYZE an_sk`);
+  const touched = `an_sk k JOIN an_sessions y ON y.app_id = k.app_id AND y.environment = k.environment AND y.session_id = k.session_id`;
+  await tx.query(sessionDelta('-', touched));
   await tx.query(`
 INSERT INTO an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)
 SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, d.platform, d.country, v.s, v.e, v.sd, v.ed
@@ -154,6 +131,7 @@ SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, d.platform
 ON CONFLICT (app_id, environment, session_id) DO UPDATE
    SET start_ts = least(an_sessions.start_ts, EXCLUDED.start_ts), end_ts = greatest(an_sessions.end_ts, EXCLUDED.end_ts),
        start_day = least(an_sessions.start_day, EXCLUDED.start_day), end_day = greatest(an_sessions.end_day, EXCLUDED.end_day)`);
+  await tx.query(sessionDelta('+', touched));
 
   await tx.query(`
 INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
@@ -189,7 +167,7 @@ ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
   return n;
 }
 
-const ROLLUP_TABLES = ['an_devices', 'an_device_days', 'an_sessions', 'an_purchases', 'an_steps'];
+const ROLLUP_TABLES = ['an_devices', 'an_device_days', 'an_active_hist', 'an_sessions', 'an_session_hist', 'an_purchases', 'an_steps'];
 
 export interface FoldResult {
   folded: number;

@@ -113,7 +113,8 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
     new Promise<void>((resolve) => {
       if (woken || ms <= 0) {
         woken = false;
-        return resolve();
+        // Always yield to I/O: a loop of already-settled promises would starve the process.
+        return void setImmediate(resolve);
       }
       const t = setTimeout(() => {
         wakeUp = null;
@@ -195,8 +196,11 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
       capLimited = !backlog && [...perEndpointInFlight.values()].some((n) => n >= perEndpoint);
       nextClaim = backlog ? 0 : Date.now() + pollMs;
     }
-    const canClaim = concurrency - inFlight.size >= refillAt;
-    return Math.max(0, Math.min(nextFanOut, canClaim ? nextClaim : Infinity, Date.now() + pollMs) - Date.now());
+    // Only work that can actually run next counts: fan-out waits while a backlog is being sent,
+    // a claim waits for free slots (completions signal). Otherwise sleep a poll interval.
+    const fanOutAt = backlog ? Infinity : nextFanOut;
+    const claimAt = concurrency - inFlight.size >= refillAt ? nextClaim : Infinity;
+    return Math.max(0, Math.min(fanOutAt, claimAt, Date.now() + pollMs) - Date.now());
   }
 
   async function loop(): Promise<void> {
