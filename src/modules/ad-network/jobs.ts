@@ -4,7 +4,7 @@ import type { ActivityStore } from '../activity/store.js';
 import type { ConnectionService } from './connection.js';
 import type { StatsService } from './stats.js';
 import type { AdNetworkStore } from './store.js';
-import { addDays, localDay } from './time.js';
+import { addDays, localDay } from '../../lib/time.js';
 
 export interface SyncSummary {
   accounts: number;

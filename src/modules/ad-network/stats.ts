@@ -5,7 +5,7 @@ import { toAppError } from './client.js';
 import type { ConnectionService } from './connection.js';
 import type { AccountRow } from './store.js';
 import type { StatRow, StatsStore } from './stats-store.js';
-import { addDays, localDay, midnightIso } from './time.js';
+import { addDays, localDay, midnightIso } from '../../lib/time.js';
 
 export const STAT_FIELDS = 'spend,impressions,swipes,view_completion,conversion_purchases';
 const MAX_DAYS = 92;

@@ -1,4 +1,5 @@
 import type { Scope } from '../../http/auth.js';
+import { isValidTimezone } from '../../lib/time.js';
 import { invalid, notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import type { AppSettings, SdkSettings, SettingsStore } from './store.js';
@@ -8,15 +9,6 @@ export interface SettingsPatch {
   sampling_rate?: number;
   timezone?: string;
   sdk_settings?: Partial<SdkSettings>;
-}
-
-export function isValidTimezone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const view = (s: AppSettings) => ({

@@ -1,4 +1,4 @@
-/** Calendar arithmetic in an ad account's IANA zone (stats days start at local midnight). */
+/** Calendar arithmetic in an IANA time zone (app days, ad-account stats days), DST aware. */
 function parts(ms: number, tz: string) {
   const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
   const p = Object.fromEntries(f.formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
@@ -23,7 +23,8 @@ export function midnightIso(day: string, tz: string): string {
   return `${day}T00:00:00.000${off < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}:${String(a % 60).padStart(2, '0')}`;
 }
 
-export function validZone(tz: string): boolean {
+/** Whether the runtime knows this IANA zone name. */
+export function isValidTimezone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat('en', { timeZone: tz });
     return true;
