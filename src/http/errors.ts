@@ -97,7 +97,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       // Malformed JSON, empty JSON body and the like: a client error, never a 500.
       body = problem('validation_failed', err.code?.startsWith('FST_ERR_CTP') ? 'Request body is not valid JSON' : 'Bad request');
     } else {
-      request.log.error({ err }, 'unhandled error');
+      request.log.error({ err, reqId: request.id, method: request.method, url: request.url }, 'unhandled error');
       body = problem('internal_error', 'An internal error occurred');
     }
     reply.status(body.status).type('application/problem+json').send(body);
