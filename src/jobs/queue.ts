@@ -24,7 +24,11 @@ export function createJobQueue({ url, runsWorkers, onError }: { url: string; run
     supervise: runsWorkers,
     schedule: runsWorkers,
   });
-  boss.on('error', onError);
+  let stopping = false;
+  // While stopping, connections closing under pg-boss's feet are expected, not errors worth reporting.
+  boss.on('error', (err) => {
+    if (!stopping) onError(err);
+  });
 
   return {
     async start(handlers: JobHandlers): Promise<void> {
@@ -53,6 +57,7 @@ export function createJobQueue({ url, runsWorkers, onError }: { url: string; run
       return boss.send(name, payload, options);
     },
     async stop(): Promise<void> {
+      stopping = true;
       await boss.stop({ graceful: true, timeout: 10_000, wait: true });
     },
   };
