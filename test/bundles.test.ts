@@ -150,6 +150,10 @@ describe('generation', () => {
       assert.equal((await c.get('/api/v1/sdk/config-bundle/history', h)).status, 200);
     }
     assert.equal((await c.post('/api/v1/sdk/config-bundle/generate')).status, 401);
+    // "No body": an empty body with a JSON content type is fine too.
+    const empty = await c.raw('POST', '/api/v1/sdk/config-bundle/generate', '', { ...t.console, 'content-type': 'application/json' });
+    assert.equal(empty.status, 201);
+    assert.equal(empty.body.data.bundle_version, before + 2);
   });
 });
 

@@ -78,14 +78,14 @@ export function familySql(f: Family, s: Segment): string {
         coalesce(sum(h.n) FILTER (WHERE h.gap > h.day - (b.e - 29)), 0)::int AS mau
         FROM b JOIN h ON h.day BETWEEN b.e - 29 AND b.e GROUP BY 1, 2`;
     case 'flags':
-      return `WITH ${B} SELECT b.i, ${g} AS seg,
-        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 1 <> 0)::int AS onb_s,
-        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 2 <> 0)::int AS onb_c,
-        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 4 <> 0)::int AS pw,
-        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 8 <> 0)::int AS trial,
-        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 16 <> 0)::int AS paid,
-        count(DISTINCT x.anon_id) FILTER (WHERE x.flags & 32 <> 0)::int AS crash
-        FROM b JOIN an_device_days x ON ${F('x')} AND x.flags <> 0 AND x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+      // One hash aggregate per (bucket, device) instead of six DISTINCT sorts.
+      return `WITH ${B}, u AS (
+          SELECT b.i, ${g} AS seg, x.anon_id, bit_or(x.flags) AS f
+            FROM b JOIN an_device_days x ON ${F('x')} AND x.flags <> 0 AND x.day BETWEEN b.s AND b.e GROUP BY 1, 2, 3)
+        SELECT i, seg, count(*) FILTER (WHERE f & 1 <> 0)::int AS onb_s, count(*) FILTER (WHERE f & 2 <> 0)::int AS onb_c,
+        count(*) FILTER (WHERE f & 4 <> 0)::int AS pw, count(*) FILTER (WHERE f & 8 <> 0)::int AS trial,
+        count(*) FILTER (WHERE f & 16 <> 0)::int AS paid, count(*) FILTER (WHERE f & 32 <> 0)::int AS crash
+        FROM u GROUP BY 1, 2`;
     case 'new': {
       const ret = [[1, 1], [7, 4], [30, 16]]
         .map(([n, bit]) => `coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n}), 0)::int AS c${n},

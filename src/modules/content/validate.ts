@@ -73,3 +73,12 @@ export function maxSemver(versions: (string | null | undefined)[], fallback: str
   for (const v of versions) if (v && (best === null || compareSemver(v, best) > 0)) best = v;
   return best ?? fallback;
 }
+
+/**
+ * For POST actions without a body (publish, unpublish, generate): a client that sends
+ * `content-type: application/json` with an empty body gets the action, not a JSON parse error.
+ */
+export async function allowEmptyBody(req: { headers: Record<string, string | string[] | undefined> }): Promise<void> {
+  const len = req.headers['content-length'];
+  if (req.headers['transfer-encoding'] === undefined && (len === undefined || len === '0')) delete req.headers['content-type'];
+}

@@ -41,8 +41,8 @@ export function createQueueStore(db: Db) {
      * payload never travels through Node). SKIP LOCKED lets many workers drain it at once;
      * deleting (rather than a watermark) is immune to ids that commit out of order.
      */
-    async fanOut(limit: number, maxAttempts: number): Promise<{ events: number; deliveries: number }> {
-      const { rows } = await db.query<{ events: number; deliveries: number }>(
+    async fanOut(limit: number, maxAttempts: number): Promise<{ events: number; deliveries: number; byEndpoint: Record<string, number> }> {
+      const { rows } = await db.query<{ events: number; deliveries: number; by_endpoint: Record<string, number> | null }>(
         `WITH claimed AS (
            SELECT id, tenant_id, app_id, environment, event_type, payload, created_at
              FROM outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -58,12 +58,13 @@ export function createQueueStore(db: Db) {
                   $2, now()
              FROM claimed c
              JOIN webhook_endpoints e ON e.app_id = c.app_id AND e.tenant_id = c.tenant_id AND e.enabled AND c.event_type = ANY (e.events)
-           RETURNING 1
+           RETURNING endpoint_id
          )
-         SELECT (SELECT count(*) FROM claimed)::int AS events, (SELECT count(*) FROM created)::int AS deliveries`,
+         SELECT (SELECT count(*) FROM claimed)::int AS events, (SELECT count(*) FROM created)::int AS deliveries,
+                (SELECT jsonb_object_agg(endpoint_id, n) FROM (SELECT endpoint_id, count(*) AS n FROM created GROUP BY 1) g) AS by_endpoint`,
         [limit, maxAttempts],
       );
-      return rows[0];
+      return { events: rows[0].events, deliveries: rows[0].deliveries, byEndpoint: rows[0].by_endpoint ?? {} };
     },
 
     /**

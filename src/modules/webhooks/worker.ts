@@ -9,6 +9,8 @@ export const DISABLE_AFTER_MS = 5 * 86_400_000;
 const LEASE_S = 60;
 const FANOUT_BATCH = 500;
 const MAX_RETRY_AFTER_S = 86_400;
+/** Endpoints answering slower than this on average do not hold back the fan-out. */
+const SLOW_ENDPOINT_MS = 1000;
 
 /** Seconds from a Retry-After header (delta-seconds or HTTP date), or null. */
 export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
@@ -90,6 +92,10 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
   const perEndpointChunk = Math.max(1, Math.floor(perEndpoint / 4));
   const perEndpointInFlight = new Map<string, number>();
   let capLimited = false;
+  /** Deliveries this worker's fan-out created, per endpoint, not yet claimed by it. */
+  const outstanding = new Map<string, number>();
+  /** Moving average of each endpoint's response time. */
+  const latencyMs = new Map<string, number>();
   let nextFanOut = 0;
   let nextClaim = 0;
   /** The last claim filled every free slot: more rows are probably due. */
@@ -126,9 +132,28 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
       };
     });
 
+  /**
+   * Fan-out waits while this worker's own fanned-out deliveries to responsive endpoints are still
+   * waiting to be sent: delivery rows are then created about as fast as they can be sent, and a
+   * burst of ingestion does not also pay for writing rows nobody can send yet (they wait, cheaply,
+   * in the outbox). A slow endpoint's backlog does not count, so it cannot hold up other endpoints.
+   */
+  function fanOutHeld(): boolean {
+    let waiting = 0;
+    for (const [ep, n] of outstanding) if ((latencyMs.get(ep) ?? 0) < SLOW_ENDPOINT_MS) waiting += n;
+    return waiting >= 2 * concurrency;
+  }
+
   function start(d: ClaimedDelivery): void {
     const ep = d.endpoint_id;
-    if (ep) perEndpointInFlight.set(ep, (perEndpointInFlight.get(ep) ?? 0) + 1);
+    if (ep) {
+      perEndpointInFlight.set(ep, (perEndpointInFlight.get(ep) ?? 0) + 1);
+      const o = outstanding.get(ep);
+      if (o !== undefined) {
+        if (o <= 1) outstanding.delete(ep);
+        else outstanding.set(ep, o - 1);
+      }
+    }
     const p: Promise<void> = attempt(d)
       .catch((err) => onError(err, 'attempt'))
       .finally(() => {
@@ -152,6 +177,11 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
 
   async function attempt(d: ClaimedDelivery): Promise<void> {
     const res = await outbound.post(d.url, d.body, signedHeaders(d.secrets, d.id, d.body));
+    if (d.endpoint_id) {
+      const prev = latencyMs.get(d.endpoint_id);
+      if (latencyMs.size > 10_000 && prev === undefined) latencyMs.clear();
+      latencyMs.set(d.endpoint_id, prev === undefined ? res.durationMs : prev * 0.8 + res.durationMs * 0.2);
+    }
     const ok = res.status !== null && res.status >= 200 && res.status < 300;
     if (ok) {
       await recordSuccess({ id: d.id, attempts: d.attempts, statusCode: res.status!, durationMs: res.durationMs });
@@ -181,8 +211,9 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
     // Fan out only when the sends have caught up: while due deliveries are waiting, new events stay
     // in the outbox (already written, cheap), so a burst does not also pay for delivery rows that
     // could not be sent yet anyway. The work moves behind the burst instead of into it.
-    if (now >= nextFanOut && !backlog) {
+    if (now >= nextFanOut && !backlog && !fanOutHeld()) {
       const f = await queue.fanOut(FANOUT_BATCH, 1 + scheduleS.length);
+      for (const [ep, n] of Object.entries(f.byEndpoint)) outstanding.set(ep, (outstanding.get(ep) ?? 0) + n);
       // A capped (slow) endpoint must not make the fan-out run flat out: poll pace then.
       nextFanOut = f.events === FANOUT_BATCH && !capLimited ? 0 : now + pollMs;
       if (f.deliveries > 0) nextClaim = 0;
@@ -195,10 +226,12 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
       // Fewer rows than slots while some endpoint sits at its cap: its own completions trigger the next claim.
       capLimited = !backlog && [...perEndpointInFlight.values()].some((n) => n >= perEndpoint);
       nextClaim = backlog ? 0 : Date.now() + pollMs;
+      // Nothing more was due for anyone: whatever this worker fanned out has been taken (maybe by others).
+      if (!backlog && !capLimited) outstanding.clear();
     }
     // Only work that can actually run next counts: fan-out waits while a backlog is being sent,
     // a claim waits for free slots (completions signal). Otherwise sleep a poll interval.
-    const fanOutAt = backlog ? Infinity : nextFanOut;
+    const fanOutAt = backlog || fanOutHeld() ? Infinity : nextFanOut;
     const claimAt = concurrency - inFlight.size >= refillAt ? nextClaim : Infinity;
     return Math.max(0, Math.min(fanOutAt, claimAt, Date.now() + pollMs) - Date.now());
   }
