@@ -19,12 +19,15 @@ export interface AdNetworkLimiter {
 /** The network's published limits: 10 req/s per access token, 20 req/s per app; ours per ad account on top. */
 export const NETWORK_LIMITS = { perTokenPerS: 10, perAppPerS: 20, perAccountPerS: 8 };
 
+// The network counts arrivals, we count departures: a window 10% longer than its second absorbs transit jitter.
+const WINDOW_MS = 1100;
+
 export function limitKeys(o: { clientId: string; connection: string; adAccountId?: string }): LimitKey[] {
   const keys: LimitKey[] = [
-    { key: `app:${o.clientId}`, limit: NETWORK_LIMITS.perAppPerS, windowMs: 1000 },
-    { key: `token:${o.connection}`, limit: NETWORK_LIMITS.perTokenPerS, windowMs: 1000 },
+    { key: `app:${o.clientId}`, limit: NETWORK_LIMITS.perAppPerS, windowMs: WINDOW_MS },
+    { key: `token:${o.connection}`, limit: NETWORK_LIMITS.perTokenPerS, windowMs: WINDOW_MS },
   ];
-  if (o.adAccountId) keys.push({ key: `acct:${o.adAccountId}`, limit: NETWORK_LIMITS.perAccountPerS, windowMs: 1000 });
+  if (o.adAccountId) keys.push({ key: `acct:${o.adAccountId}`, limit: NETWORK_LIMITS.perAccountPerS, windowMs: WINDOW_MS });
   return keys;
 }
 

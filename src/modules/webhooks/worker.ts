@@ -97,6 +97,7 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
   /** Moving average of each endpoint's response time. */
   const latencyMs = new Map<string, number>();
   let nextFanOut = 0;
+  let lastFanOutAt = 0;
   let nextClaim = 0;
   /** The last claim filled every free slot: more rows are probably due. */
   let backlog = false;
@@ -139,6 +140,8 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
    * in the outbox). A slow endpoint's backlog does not count, so it cannot hold up other endpoints.
    */
   function fanOutHeld(): boolean {
+    // Safety valve: rows sent by other workers are not seen here, so a hold never outlasts 30 s.
+    if (Date.now() - lastFanOutAt > 30_000) outstanding.clear();
     let waiting = 0;
     for (const [ep, n] of outstanding) if ((latencyMs.get(ep) ?? 0) < SLOW_ENDPOINT_MS) waiting += n;
     return waiting >= 2 * concurrency;
@@ -213,6 +216,7 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
     // could not be sent yet anyway. The work moves behind the burst instead of into it.
     if (now >= nextFanOut && !backlog && !fanOutHeld()) {
       const f = await queue.fanOut(FANOUT_BATCH, 1 + scheduleS.length);
+      lastFanOutAt = Date.now();
       for (const [ep, n] of Object.entries(f.byEndpoint)) outstanding.set(ep, (outstanding.get(ep) ?? 0) + n);
       // A capped (slow) endpoint must not make the fan-out run flat out: poll pace then.
       nextFanOut = f.events === FANOUT_BATCH && !capLimited ? 0 : now + pollMs;
