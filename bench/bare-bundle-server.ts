@@ -4,7 +4,8 @@ import Fastify from 'fastify';
 import { readFileSync } from 'node:fs';
 
 const bundle = readFileSync(process.env.BUNDLE_FILE!);
-const version = readFileSync(process.env.VERSION_FILE!);
+// A string, as the service sends it (one write syscall for headers and body).
+const version = readFileSync(process.env.VERSION_FILE!, 'utf8');
 const app = Fastify();
 app.get('/api/v1/sdk/config-bundle', async (_req, reply) => reply.type('application/json; charset=utf-8').send(bundle));
 app.get('/api/v1/sdk/config-bundle/version', async (_req, reply) => reply.type('application/json; charset=utf-8').send(version));

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import path from 'node:path';
-import pino from 'pino';
+import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Db } from './db/pool.js';
 import { createAuth } from './http/auth.js';
@@ -61,7 +61,7 @@ import { createTenancyService } from './modules/tenancy/service.js';
 import { createTenancyStore } from './modules/tenancy/store.js';
 
 /** Wires stores, services and routes. The only place that knows every module. */
-export async function compose({ db, config, jobs }: { db: Db; config: Config; jobs: JobQueue }) {
+export async function compose({ db, config, jobs, logger }: { db: Db; config: Config; jobs: JobQueue; logger: Logger }) {
   const limiter = createSlidingWindowLimiter();
   const activity = createActivityStore(db);
   const identityStore = createIdentityStore(db);
@@ -85,7 +85,7 @@ export async function compose({ db, config, jobs }: { db: Db; config: Config; jo
     onHookError: (err, setId) => bundleLog.error({ err, setId }, 'bundle regeneration after option-set sync failed'),
   });
   // Config bundles and the content behind them (flows, paywalls, messages, remote config, flags).
-  const bundleLog = pino({ level: config.logLevel }).child({ module: 'bundles' });
+  const bundleLog = logger.child({ module: 'bundles' });
   const contentStore = createContentStore(db);
   const bundles = createBundleService({
     db,
@@ -102,11 +102,11 @@ export async function compose({ db, config, jobs }: { db: Db; config: Config; jo
   await rates.init();
   // Ad network (OAuth connection, campaign management, stats sync, experiments); its limiter is injectable.
   const adNetwork = createAdNetworkModule({ db, config, activity, rates });
-  const adNetworkLog = pino({ level: config.logLevel }).child({ module: 'ad-network' });
+  const adNetworkLog = logger.child({ module: 'ad-network' });
   // Shared by webhooks and export callbacks: one pool, one private-target policy.
   const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
   // Webhooks and export callbacks: one durable delivery queue; the worker runs in worker roles only.
-  const webhookLog = pino({ level: config.logLevel }).child({ module: 'webhooks' });
+  const webhookLog = logger.child({ module: 'webhooks' });
   const webhookQueue = createQueueStore(db);
   const webhookWorker = createDeliveryWorker({
     queue: webhookQueue,
@@ -127,7 +127,7 @@ export async function compose({ db, config, jobs }: { db: Db; config: Config; jo
   });
   if (config.runsWorkers) webhookWorker.start();
   // Event export: files under DATA_DIR/exports (an object store can implement ExportStorage instead).
-  const exportLog = pino({ level: config.logLevel }).child({ module: 'export' });
+  const exportLog = logger.child({ module: 'export' });
   const exportDeps = {
     db,
     store: createExportStore(db),
@@ -178,5 +178,13 @@ export async function compose({ db, config, jobs }: { db: Db; config: Config; jo
     'analytics.rollup': rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS }),
   };
 
-  return { plugins, jobHandlers, close: async () => { stopRollupKick(); await bundles.stop(); await exportJobs.stop(); await webhookWorker.stop(); await outbound.close(); await adNetwork.close(); } };
+  const close = async () => {
+    stopRollupKick();
+    await bundles.stop();
+    await exportJobs.stop();
+    await webhookWorker.stop();
+    await outbound.close();
+    await adNetwork.close();
+  };
+  return { plugins, jobHandlers, close };
 }

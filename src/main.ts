@@ -2,10 +2,12 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from './config.js';
 import { startServer } from './server.js';
 
-const logger = pino({ level: process.env.LOG_LEVEL ?? 'info' });
+// A configuration error is reported before the configured log level is known.
+let logger = pino();
 
 try {
   const config = loadConfig();
+  logger = pino({ level: config.logLevel });
   const server = await startServer(config, logger);
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down');

@@ -29,7 +29,7 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
   await ensureEventPartitions(db);
 
   const jobs = createJobQueue({ url: databaseUrl, runsWorkers: config.runsWorkers, onError: (err) => logger.error({ err }, 'job queue error') });
-  const { plugins, jobHandlers, close } = await compose({ db, config, jobs });
+  const { plugins, jobHandlers, close } = await compose({ db, config, jobs, logger });
   await jobs.start(jobHandlers);
 
   let app: FastifyInstance | undefined;

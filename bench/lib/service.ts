@@ -1,11 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
+
+/** CPU time (user + system, ms) a process has used so far: per-request cost that the machine's load does not distort much. */
+export function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * (1000 / 100);
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -61,5 +67,5 @@ export async function spawnScript(file: string, readyPath: string, env: Record<s
   const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env: { ...process.env, PORT: String(port), ...env }, stdio: 'inherit' });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(url + readyPath, child);
-  return { url, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
+  return { url, pid: child.pid!, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
 }

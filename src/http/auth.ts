@@ -1,4 +1,5 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiKeyRow } from '../modules/api-keys/store.js';
 import type { ApiKeyService, Environment } from '../modules/api-keys/service.js';
 import type { AuthenticatedUser, IdentityService } from '../modules/identity/service.js';
 import type { Role, TenancyStore } from '../modules/tenancy/store.js';
@@ -40,6 +41,15 @@ function header(req: FastifyRequest, name: string): string | undefined {
   return typeof v === 'string' && v.length > 0 ? v : undefined;
 }
 
+const keyContext = (k: ApiKeyRow): KeyContext => ({
+  tenantId: k.tenant_id,
+  appId: k.app_id,
+  keyId: k.id,
+  publicKey: k.public_key,
+  environment: k.environment,
+  permissions: k.permissions,
+});
+
 /** Pre-handlers for each authentication level of the spec. Routes pick one. */
 export function createAuth({ identity, tenancy, keys }: { identity: IdentityService; tenancy: TenancyStore; keys: ApiKeyService }) {
   async function bearer(req: FastifyRequest): Promise<void> {
@@ -70,14 +80,24 @@ export function createAuth({ identity, tenancy, keys }: { identity: IdentityServ
     if (!publicKey || (withSecret && !secret)) {
       throw new AppError('missing_credentials', withSecret ? 'x-api-key and x-api-secret headers are required' : 'x-api-key header is required');
     }
-    const k = await keys.authenticate(publicKey, withSecret ? secret : undefined);
-    req.apiKey = { tenantId: k.tenant_id, appId: k.app_id, keyId: k.id, publicKey: k.public_key, environment: k.environment, permissions: k.permissions };
+    req.apiKey = keyContext(await keys.authenticate(publicKey, withSecret ? secret : undefined));
+  }
+
+  /** Callback style and synchronous on a cache hit: the SDK's hottest routes (the version check) pay no promise for auth. */
+  function sdkKey(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+    const publicKey = header(req, 'x-api-key');
+    const row = publicKey === undefined ? undefined : keys.peek(publicKey);
+    if (row) {
+      req.apiKey = keyContext(row);
+      return done();
+    }
+    resolveKey(req, false).then(() => done(), done);
   }
 
   return {
     bearer,
     customer,
-    sdkKey: (req: FastifyRequest) => resolveKey(req, false),
+    sdkKey,
     keyPair: (req: FastifyRequest) => resolveKey(req, true),
     exportKey: async (req: FastifyRequest) => {
       await resolveKey(req, false);

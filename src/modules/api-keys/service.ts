@@ -54,6 +54,12 @@ export function createApiKeyService({ db, store, activity, cacheTtlMs }: { db: D
   }
 
   return {
+    /** The active key from a fresh cache entry, without waiting; undefined sends the caller to authenticate(). */
+    peek(publicKey: string): ApiKeyRow | undefined {
+      const hit = cache.get(publicKey);
+      return hit?.row && Date.now() - hit.at < cacheTtlMs && isKeyActive(hit.row) ? hit.row : undefined;
+    },
+
     /** Resolves an active key or throws invalid_credentials; with a secret, checks it in constant time. */
     async authenticate(publicKey: string, secret?: string): Promise<ApiKeyRow> {
       const env = environmentOfKey(publicKey);

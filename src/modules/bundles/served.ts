@@ -17,12 +17,13 @@ export interface Served {
   sdkMinVersion: string;
   body: Buffer;
   etag: string;
-  versionBody: Buffer;
+  /** A string, not a Buffer: Node then writes headers and body in one syscall instead of a writev of two. */
+  versionBody: string;
   versionEtag: string;
   compressed: Partial<Record<'br' | 'gzip', Promise<Buffer>>>;
 }
 
-const hash = (b: Buffer) => createHash('sha256').update(b).digest('base64url').slice(0, 16);
+const hash = (b: Buffer | string) => createHash('sha256').update(b).digest('base64url').slice(0, 16);
 
 /** Public shape of a bundle's metadata (no content). */
 export function metaView(m: BundleMeta) {
@@ -37,9 +38,7 @@ export function bundleBytes(b: StoredBundle): Buffer {
 
 export function toServed(b: StoredBundle): Served {
   const body = bundleBytes(b);
-  const versionBody = Buffer.from(
-    JSON.stringify({ data: { bundle_version: b.bundle_version, sdk_min_version: b.sdk_min_version, generated_at: b.generated_at.toISOString() } }),
-  );
+  const versionBody = JSON.stringify({ data: { bundle_version: b.bundle_version, sdk_min_version: b.sdk_min_version, generated_at: b.generated_at.toISOString() } });
   return {
     version: b.bundle_version,
     generatedAt: b.generated_at.toISOString(),
