@@ -1,23 +1,15 @@
 import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import type { AttemptLogEntry } from './store.js';
+import type { AttemptLogEntry, DeliveryRow } from './store.js';
 
 /**
  * The delivery worker's SQL. Unlike store.ts these statements work across tenants on purpose:
  * the worker drains one shared queue. Each row it touches carries its own tenant and app ids.
  */
 
-export interface ClaimedDelivery {
-  id: string;
-  tenant_id: string;
-  app_id: string;
-  kind: 'webhook' | 'callback';
-  endpoint_id: string | null;
-  environment: string | null;
-  event_type: string;
-  body: string;
-  attempts: number;
-  max_attempts: number;
+/** A delivery row as the worker claims it, with what it needs to send: the endpoint's URL and secrets. */
+export interface ClaimedDelivery
+  extends Pick<DeliveryRow, 'id' | 'tenant_id' | 'app_id' | 'kind' | 'endpoint_id' | 'environment' | 'event_type' | 'body' | 'attempts' | 'max_attempts'> {
   url: string;
   secrets: string[];
   /** The endpoint has a failure streak that a success must end. */
