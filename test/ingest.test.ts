@@ -113,6 +113,16 @@ describe('ingest: per-event validation', () => {
     const [row] = await stored([e.event_id]);
     assert.deepEqual(row.payload.extra_top, { anything: true }, 'stored as received');
   });
+
+  it('stores free text exactly: quotes, backslashes, control characters and emoji in names and user ids', async () => {
+    const name = 'tap "buy" \\ now\n\u0001 🚀';
+    const userId = 'user "42" \\ é\t';
+    const e = makeEvent({ event_name: name, user: { anon_id: randomUUID(), user_id: userId } });
+    const r = await send([e]);
+    assert.equal(r.body.accepted, 1, JSON.stringify(r.body));
+    const { rows } = await server.db.query('SELECT event_name, user_id FROM events WHERE event_id = $1', [e.event_id]);
+    assert.deepEqual(rows[0], { event_name: name, user_id: userId });
+  });
 });
 
 describe('ingest: dedupe, consent, sampling, environments', () => {

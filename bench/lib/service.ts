@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,33 @@ const root = path.resolve(import.meta.dirname, '..', '..');
 export function cpuMs(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) * (1000 / 100);
+}
+
+/** CPU time (ms) of a process's descendants (e.g. the embedded PostgreSQL's postmaster and backends), itself excluded. */
+export function descendantsCpuMs(pid: number): number {
+  const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  const children = new Map<number, number[]>();
+  for (const d of procs) {
+    try {
+      const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ');
+      const ppid = Number(f[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  let total = 0;
+  const stack = [...(children.get(pid) ?? [])];
+  while (stack.length) {
+    const p = stack.pop()!;
+    try {
+      total += cpuMs(p);
+    } catch {
+      /* exited meanwhile */
+    }
+    stack.push(...(children.get(p) ?? []));
+  }
+  return total;
 }
 
 export function freePort(): Promise<number> {

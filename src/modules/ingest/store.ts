@@ -2,6 +2,7 @@ import type { Queryable } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import type { Environment } from '../api-keys/service.js';
 
+/** One validated event: ids are UUIDs, platform ios|android, country two letters, ts_ms a finite number >= 0. */
 export interface EventRow {
   event_id: string;
   event_name: string;
@@ -16,11 +17,22 @@ export interface EventRow {
   payloadJson: string;
 }
 
-/** Builds the statement's json input without serialising every payload a second time. */
+/**
+ * Builds the statement's json input by hand: JSON.stringify of a row object per event was a tenth of the
+ * service's CPU at 500-event batches. Ids, platform, country, ts_ms and consent were validated by the envelope
+ * check to forms JSON never escapes; free text (event_name, user_id) still goes through JSON.stringify, and the
+ * payload is the text the size check already produced.
+ */
 function rowsJson(rows: EventRow[]): string {
-  return `[${rows
-    .map(({ payloadJson, ...cols }) => `${JSON.stringify(cols).slice(0, -1)},"payload":${payloadJson}}`)
-    .join(',')}]`;
+  const parts = new Array<string>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i];
+    parts[i] =
+      `{"event_id":"${r.event_id}","event_name":${JSON.stringify(r.event_name)},"ts_ms":${r.ts_ms},"anon_id":"${r.anon_id}",` +
+      `"user_id":${r.user_id === null ? 'null' : JSON.stringify(r.user_id)},"session_id":"${r.session_id}",` +
+      `"platform":"${r.platform}","country":"${r.country}","consent":${r.consent},"payload":${r.payloadJson}}`;
+  }
+  return `[${parts.join(',')}]`;
 }
 
 export interface OptionLock {
