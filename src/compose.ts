@@ -83,6 +83,8 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
     activity,
     onSetChanged: (scope, setId) => bundles.regenerateIfReferenced(scope, setId),
     onHookError: (err, setId) => bundleLog.error({ err, setId }, 'bundle regeneration after option-set sync failed'),
+    // A failed index build is not fatal (reads use SQL), but it should be seen.
+    onIndexError: (err) => logger.child({ module: 'option-sets' }).error({ err }, 'option-set search index build failed'),
   });
   // Config bundles and the content behind them (flows, paywalls, messages, remote config, flags).
   const bundleLog = logger.child({ module: 'bundles' });

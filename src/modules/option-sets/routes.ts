@@ -109,5 +109,11 @@ export const optionSetRoutes =
         }),
         response: { 200: Type.Object({ data: OptionPage }), ...errors(400, 401, 404) },
       },
-    }, async (req) => ({ data: await optionSets.read(scopeOf(keyOf(req)), req.params.setId, req.query) }));
+    }, async (req, reply) => {
+      // The service answers ready JSON in this schema's shape (cached pages and precomputed item
+      // bytes): a string with a JSON content type goes out as it is, without a second serialization.
+      const json = await optionSets.answer(scopeOf(keyOf(req)), req.params.setId, req.query);
+      // (The typed reply only knows the object form; the bytes are that object serialized.)
+      return reply.type('application/json; charset=utf-8').send(json as never);
+    });
   };

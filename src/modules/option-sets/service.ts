@@ -2,9 +2,13 @@ import { withTx, type Db } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import { AppError, invalid, notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import { decodeCursor, encodeCursor, type Cursor } from './cursor.js';
+import { createVersionReader } from './current-version.js';
+import { createIndexCache } from './index-cache.js';
+import { createPageCache } from './page-cache.js';
 import { matchRows, planSync, type Rejected, type SyncRow } from './plan.js';
 import type { OptionSetStore, PageRow } from './store.js';
+import { itemJson, searchIndex, type SetIndex } from './search-index.js';
 import { unstorable } from './text.js';
 
 export const PAGE_SIZE = 100;
@@ -14,6 +18,7 @@ const MAX_SEARCH_TOKENS = 8;
 const ANALYZE_AFTER_ROWS = 1000;
 const ANALYZE_DELAY_MS = 2000;
 const MAX_BROAD_HINTS = 10_000;
+const PREWARM_DELAY_MS = 1000;
 
 export type SyncMode = 'merge' | 'replace';
 
@@ -46,6 +51,10 @@ export interface OptionSetDeps {
   onHookError?: (err: unknown, setId: string) => void;
   /** Budget of the in-process page cache (default 32 MB). */
   cacheBytes?: number;
+  /** Budget of the in-process search indexes (default 128 MB; 0 = always read through SQL). */
+  indexBytes?: number;
+  /** Where a failing background index build is reported (reads fall back to SQL meanwhile). */
+  onIndexError?: (err: unknown) => void;
 }
 
 const MAX_OPTION_DATA_DEPTH = 16;
@@ -86,42 +95,16 @@ function searchTokens(q: string | undefined): string[] {
   return words;
 }
 
-/**
- * Pages of a pinned version never change (versions are immutable), so they cache safely in
- * process memory: no invalidation, correct across instances. Bounded by an estimate of bytes.
- */
-function createPageCache(maxBytes: number) {
-  const entries = new Map<string, { page: OptionPage; bytes: number }>();
-  let bytes = 0;
-  return {
-    get(key: string): OptionPage | undefined {
-      const e = entries.get(key);
-      if (!e) return undefined;
-      entries.delete(key);
-      entries.set(key, e); // most recently used last
-      return e.page;
-    },
-    set(key: string, page: OptionPage): void {
-      let size = 200 + key.length;
-      for (const it of page.items) size += 120 + it.value.length + it.label.length + (it.id?.length ?? 0) + (it.option_data ? 64 * Object.keys(it.option_data).length : 0);
-      if (size > maxBytes / 4 || entries.has(key)) return;
-      // Shared by every later reader (and by config bundles): nobody may change it.
-      for (const it of page.items) Object.freeze(Object.freeze(it).option_data);
-      Object.freeze(page.items);
-      Object.freeze(page);
-      entries.set(key, { page, bytes: size });
-      bytes += size;
-      for (const [k, e] of entries) {
-        if (bytes <= maxBytes) break;
-        entries.delete(k);
-        bytes -= e.bytes;
-      }
-    },
-  };
-}
+/** `{ data: page }` with the keys in the response schema's order (the route sends these bytes as they are). */
+const pageJson = (setId: string, version: number, items: string, next: string | null) =>
+  `{"data":{"set_id":${JSON.stringify(setId)},"version":${version},"items":[${items}],"next_cursor":${JSON.stringify(next)}}}`;
 
-export function createOptionSetService({ db, store, activity, onSetChanged, onHookError, cacheBytes = 32 * 1024 * 1024 }: OptionSetDeps) {
+const rowJson = (r: PageRow) => JSON.stringify({ id: r.id, value: r.value, label: r.label, sort_order: r.sort_order, option_data: r.option_data });
+
+export function createOptionSetService({ db, store, activity, onSetChanged, onHookError, cacheBytes = 32 * 1024 * 1024, indexBytes = 128 * 1024 * 1024, onIndexError }: OptionSetDeps) {
   const cache = createPageCache(cacheBytes);
+  const indexes = createIndexCache(store, indexBytes, onIndexError);
+  const currentVersion = createVersionReader(store);
   // Searches seen to match too many items for the trigram attempt to pay off (only a plan hint:
   // a wrong guess costs time, never correctness). Bounded; the oldest hints go first.
   const broad = new Set<string>();
@@ -131,16 +114,23 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
   };
   let analyzeTimer: NodeJS.Timeout | null = null;
 
-  async function read(scope: Scope, setId: string, opts: { cursor?: string; q?: string; limit?: number } = {}): Promise<OptionPage> {
-    const limit = opts.limit ?? PAGE_SIZE;
-    const cursor = opts.cursor ? decodeCursor(opts.cursor, setId) : null;
-    const tokens = searchTokens(opts.q);
-    // A cursor pins its version; otherwise the current one (a primary-key read) is the version.
-    const version = cursor?.version ?? (await store.currentVersion(scope, setId));
-    if (version === null) throw notFound('Option set');
-    const key = JSON.stringify([scope.tenantId, scope.appId, setId, version, cursor?.sortOrder ?? null, cursor?.value ?? null, tokens, limit]);
-    const hit = cache.get(key);
-    if (hit) return hit;
+  /** The page from the version's in-process index; undefined when the cursor is not one of its items (forged). */
+  async function fromIndex(ix: SetIndex, setId: string, cursor: Cursor | null, tokens: string[], limit: number): Promise<string | undefined> {
+    let start = 0;
+    if (cursor) {
+      const at = ix.position.get(cursor.value);
+      if (at === undefined || ix.sorts[at] !== cursor.sortOrder) return undefined;
+      start = at + 1;
+    }
+    const words = tokens.length > 0 ? await indexes.fold(tokens) : tokens;
+    const found = searchIndex(ix, words, start, limit + 1);
+    const items = found.length > limit ? found.slice(0, limit) : found;
+    const last = items[items.length - 1];
+    const next = found.length > limit && last !== undefined ? encodeCursor({ setId, version: ix.version, sortOrder: ix.sorts[last]!, value: ix.values[last]! }) : null;
+    return pageJson(setId, ix.version, items.map((i) => itemJson(ix, i)).join(','), next);
+  }
+
+  async function fromDb(scope: Scope, setId: string, version: number, cursor: Cursor | null, tokens: string[], limit: number): Promise<string> {
     // One row more than the page tells whether another page follows.
     const broadKey = tokens.length > 0 ? JSON.stringify([scope.appId, setId, tokens.map((t) => t.toLowerCase()).sort()]) : '';
     const page = await store.page(scope, setId, {
@@ -160,10 +150,39 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
     }
     const items = page.rows.slice(0, limit);
     const last = items[items.length - 1];
-    const next_cursor = page.rows.length > limit && last ? encodeCursor({ setId, version, sortOrder: last.sort_order, value: last.value }) : null;
-    const result = { set_id: setId, version, items, next_cursor };
-    cache.set(key, result);
-    return result;
+    const next = page.rows.length > limit && last ? encodeCursor({ setId, version, sortOrder: last.sort_order, value: last.value }) : null;
+    return pageJson(setId, version, items.map(rowJson).join(','), next);
+  }
+
+  /** The read answer as JSON text (`{ data: OptionPage }`). */
+  async function answer(scope: Scope, setId: string, opts: { cursor?: string; q?: string; limit?: number } = {}): Promise<string> {
+    const limit = opts.limit ?? PAGE_SIZE;
+    const cursor = opts.cursor ? decodeCursor(opts.cursor, setId) : null;
+    const tokens = searchTokens(opts.q);
+    // A cursor pins its version; otherwise the current one (a primary-key read) is the version.
+    // Everything below reads that one version only, so an answer never mixes two syncs.
+    const version = cursor?.version ?? (await currentVersion(scope, setId));
+    if (version === null) throw notFound('Option set');
+    const key = JSON.stringify([scope.tenantId, scope.appId, setId, version, cursor?.sortOrder ?? null, cursor?.value ?? null, tokens, limit]);
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const ix = indexes.get(scope, setId, version);
+    // Fresh reads build the current version's index in the background; until it is ready, SQL answers.
+    if (!ix && !cursor) indexes.warm(scope, setId, version);
+    const indexed = ix && (await fromIndex(ix, setId, cursor, tokens, limit));
+    if (indexed !== undefined) {
+      // An indexed search costs tens of microseconds: keeping its answer would only churn the
+      // cache (and the heap) with one-off queries. Plain pages are few per version and hot.
+      if (tokens.length === 0) cache.set(key, indexed);
+      return indexed;
+    }
+    const json = await fromDb(scope, setId, version, cursor, tokens, limit);
+    cache.set(key, json);
+    return json;
+  }
+
+  async function read(scope: Scope, setId: string, opts: { cursor?: string; q?: string; limit?: number } = {}): Promise<OptionPage> {
+    return (JSON.parse(await answer(scope, setId, opts)) as { data: OptionPage }).data;
   }
 
   /**
@@ -182,8 +201,28 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
     analyzeTimer.unref();
   }
 
+  /**
+   * A set being read gets its new version indexed without waiting for its next read, once its
+   * syncs pause: the merges of a large run then cost one build, not one each, and do not compete
+   * with it for CPU.
+   */
+  const prewarmTimers = new Map<string, NodeJS.Timeout>();
+  function prewarm(scope: Scope, setId: string, version: number): void {
+    if (!indexes.has(scope, setId)) return;
+    const k = `${scope.tenantId}\u0000${scope.appId}\u0000${setId}`;
+    clearTimeout(prewarmTimers.get(k));
+    const timer = setTimeout(() => {
+      prewarmTimers.delete(k);
+      indexes.warm(scope, setId, version);
+    }, PREWARM_DELAY_MS);
+    timer.unref();
+    prewarmTimers.set(k, timer);
+  }
+
   return {
     read,
+    answer,
+    indexStats: indexes.stats,
 
     /**
      * Applies one sync atomically: the set's version goes up by one and every accepted row lands
@@ -224,6 +263,7 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
         return { set_id: setId, mode, version, created: plan.created, updated: plan.updated, archived, rejected: plan.rejected, item_count };
       });
       refreshStats(result.created + result.updated + result.archived);
+      prewarm(scope, setId, result.version);
       if (onSetChanged) {
         await onSetChanged(scope, setId).catch((err: unknown) => onHookError?.(err, setId));
       }

@@ -1,5 +1,6 @@
 import type { Queryable, Tx } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
+import type { IndexRow } from './search-index.js';
 
 export interface StoredItem {
   item_id: number;
@@ -61,10 +62,12 @@ export function createOptionSetStore(db: Queryable) {
     },
 
     async currentVersion(scope: Scope, setId: string): Promise<number | null> {
-      const { rows } = await db.query<{ version: number }>(
-        `SELECT version FROM option_sets WHERE tenant_id = $1 AND app_id = $2 AND set_id = $3`,
-        [scope.tenantId, scope.appId, setId],
-      );
+      // Runs on every read without a cursor: a named statement is parsed and planned once per connection.
+      const { rows } = await db.query<{ version: number }>({
+        name: 'option_sets_current_version',
+        text: `SELECT version FROM option_sets WHERE tenant_id = $1 AND app_id = $2 AND set_id = $3`,
+        values: [scope.tenantId, scope.appId, setId],
+      });
       return rows[0]?.version ?? null;
     },
 
@@ -152,6 +155,27 @@ export function createOptionSetStore(db: Queryable) {
            FROM jsonb_to_recordset($5::jsonb) AS r(item_id bigint, ext_id text, value text, label text, sort_order double precision, option_data jsonb)`,
         [scope.tenantId, scope.appId, setId, version, JSON.stringify(items)],
       );
+    },
+
+    /** Every visible row of one version in read order, for the in-process index; at most `max` (+1 tells "more"). */
+    async versionRows(scope: Scope, setId: string, version: number, max: number): Promise<IndexRow[]> {
+      const { rows } = await db.query<IndexRow>(
+        `SELECT i.ext_id AS id, i.value, i.label, i.sort_order, i.option_data, i.search_text, pg_column_size(i.option_data) AS data_bytes FROM option_items i
+          WHERE i.tenant_id = $1 AND i.app_id = $2 AND i.set_id = $3
+            AND i.valid_from <= $4::int AND (i.valid_to IS NULL OR i.valid_to > $4::int) AND NOT i.archived
+          ORDER BY i.sort_order, i.value LIMIT $5`,
+        [scope.tenantId, scope.appId, setId, version, max + 1],
+      );
+      return rows;
+    },
+
+    /** Search words folded exactly as the stored search_text was (the database's own fold). */
+    async fold(words: string[]): Promise<string[]> {
+      const { rows } = await db.query<{ f: string }>(
+        `SELECT option_fold(w) AS f FROM unnest($1::text[]) WITH ORDINALITY AS k(w, n) ORDER BY n`,
+        [words],
+      );
+      return rows.map((r) => r.f);
     },
 
     async visibleCount(scope: Scope, setId: string, tx: Tx): Promise<number> {
