@@ -1,7 +1,8 @@
 import type { Db } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import type { Environment } from '../api-keys/service.js';
-import { RECEIVED_AT_SQL, csvChunk, csvHeader, eventJson, eventObject } from './format.js';
+import { encodeFile } from './chunks.js';
+import { RECEIVED_AT_SQL, eventObject } from './format.js';
 
 export interface EventFilter {
   environment: Environment;
@@ -17,8 +18,13 @@ export interface EventFilter {
 
 export type ExportFormat = 'json' | 'csv';
 
-/** Rows per FETCH (~120 KB of JSON): round trips stay cheap on a local socket, and the small live set kept peak RSS lowest in the bench. */
-const FETCH_ROWS = 250;
+/**
+ * Rows per FETCH (~100 KB). The next FETCH is already running in Postgres while a batch is
+ * formatted and written, so both processes work at once. Smaller batches measured lower peak RSS
+ * (100: ~190 MB, 500-3000: 200-280 MB, noisy) at no visible CPU cost; the output is packed into
+ * CHUNK_BYTES chunks whatever the batch size.
+ */
+const FETCH_ROWS = 200;
 
 /**
  * The export filter. Consent-declined events are audit-only and never leave through export.
@@ -47,7 +53,7 @@ const ORDER = 'ORDER BY e.ts, e.event_id';
  * memory stays flat whatever the size. Stopping the iteration (client gone) closes the cursor;
  * aborting the signal cancels the running statement (used when the process shuts down).
  */
-async function* cursorRows<R>(db: Db, sql: string, params: unknown[], signal?: AbortSignal): AsyncGenerator<R[]> {
+async function* cursorRows<R extends unknown[]>(db: Db, sql: string, params: unknown[], signal?: AbortSignal): AsyncGenerator<R[]> {
   signal?.throwIfAborted();
   const client = await db.connect();
   let pid: number | undefined;
@@ -65,11 +71,23 @@ async function* cursorRows<R>(db: Db, sql: string, params: unknown[], signal?: A
     // One snapshot for the whole file: rows committed meanwhile neither appear halfway nor shift the order.
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     await client.query(`DECLARE export_cursor NO SCROLL CURSOR FOR ${sql}`, params);
+    // Rows as arrays: no per-row object, and the formatter reads them positionally.
+    const fetch = { text: `FETCH ${FETCH_ROWS} FROM export_cursor`, rowMode: 'array' as const };
+    const next = () => {
+      const p = client.query<R>(fetch);
+      // Awaited below; this only keeps an abandoned prefetch (client gone) from being an unhandled rejection.
+      p.catch(() => undefined);
+      return p;
+    };
+    let pending = next();
     for (;;) {
-      const { rows } = await client.query<R & object>(`FETCH ${FETCH_ROWS} FROM export_cursor`);
+      const { rows } = await pending;
       signal?.throwIfAborted();
-      if (rows.length > 0) yield rows as R[];
-      if (rows.length < FETCH_ROWS) break;
+      const more = rows.length === FETCH_ROWS;
+      // Prefetch: Postgres reads the next batch while this one is formatted and written (one batch ahead, so memory stays bounded).
+      if (more) pending = next();
+      if (rows.length > 0) yield rows;
+      if (!more) break;
     }
     await client.query('COMMIT');
     clean = true;
@@ -98,30 +116,13 @@ export function createExportReadModel(db: Db) {
     },
 
     /**
-     * The whole filtered range as file chunks: a JSON array (one event per line) or CSV with a
-     * header. `onRows` sees each batch size (event counting for bulk exports).
+     * The whole filtered range as file chunks (bytes, at most CHUNK_BYTES each): a JSON array (one
+     * event per line) or CSV with a header. `onRows` sees each batch size (event counting for bulk exports).
      */
-    async *file(scope: Scope, f: EventFilter, format: ExportFormat, opts: { signal?: AbortSignal; onRows?: (n: number) => void } = {}): AsyncGenerator<string> {
+    async *file(scope: Scope, f: EventFilter, format: ExportFormat, opts: { signal?: AbortSignal; onRows?: (n: number) => void } = {}): AsyncGenerator<Buffer> {
       const w = where(scope, f);
       const sql = `SELECT e.payload::text AS p, ${RECEIVED_AT_SQL} AS r FROM events e WHERE ${w.sql} ${ORDER}`;
-      if (format === 'csv') {
-        yield csvHeader();
-        for await (const rows of cursorRows<{ p: string; r: string }>(db, sql, w.params, opts.signal)) {
-          opts.onRows?.(rows.length);
-          yield csvChunk(rows);
-        }
-        return;
-      }
-      let first = true;
-      yield '[';
-      for await (const rows of cursorRows<{ p: string; r: string }>(db, sql, w.params, opts.signal)) {
-        opts.onRows?.(rows.length);
-        let chunk = first ? '\n' : ',\n';
-        first = false;
-        for (let i = 0; i < rows.length; i++) chunk += (i === 0 ? '' : ',\n') + eventJson(rows[i].p, rows[i].r);
-        yield chunk;
-      }
-      yield first ? ']\n' : '\n]\n';
+      yield* encodeFile(cursorRows<[string, string]>(db, sql, w.params, opts.signal), format, opts.onRows);
     },
   };
 }
