@@ -1,5 +1,3 @@
-import { createSlidingWindowLimiter } from '../../http/rate-limit.js';
-
 export interface LimitKey {
   key: string;
   /** Calls allowed per window. */
@@ -31,15 +29,30 @@ export function limitKeys(o: { clientId: string; connection: string; adAccountId
   return keys;
 }
 
-/** In-process sliding windows (the shared RateLimiter). Per process: N API instances share the network's limits only loosely; network 429s are retried. */
-export function createMemoryAdNetworkLimiter(): AdNetworkLimiter {
-  const windows = createSlidingWindowLimiter();
+/**
+ * In-process exact sliding logs (the network counts calls in the last second exactly, so an
+ * approximate counter would let bursts through that it answers with 429). Per process: N API
+ * instances share the network's limits only loosely; network 429s are retried.
+ */
+export function createMemoryAdNetworkLimiter(now: () => number = Date.now): AdNetworkLimiter {
+  const logs = new Map<string, number[]>();
+  const recent = (k: LimitKey, t: number) => {
+    const log = (logs.get(k.key) ?? []).filter((x) => t - x < k.windowMs);
+    logs.set(k.key, log);
+    return log;
+  };
   return {
     async take(keys) {
+      const t = now();
+      // All keys must allow the call before any records it, so a refused call uses no quota.
+      let wait = 0;
       for (const k of keys) {
-        const d = windows.consume(k.key, 1, k.limit, k.windowMs);
-        if (!d.allowed) return { allowed: false, retryAfterMs: Math.min(k.windowMs, 250) };
+        const log = recent(k, t);
+        if (log.length >= k.limit) wait = Math.max(wait, log[log.length - k.limit] + k.windowMs - t);
       }
+      if (wait > 0) return { allowed: false, retryAfterMs: Math.max(1, wait) };
+      for (const k of keys) logs.get(k.key)!.push(t);
+      if (logs.size > 10_000) for (const [key, log] of logs) if (!log.length || t - log[log.length - 1] > 60_000) logs.delete(key);
       return { allowed: true };
     },
   };
