@@ -11,6 +11,7 @@
 //    samples the age of the oldest not-yet-folded event every second.
 import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { client, createTenant } from '../test/helpers/client.js';
@@ -166,11 +167,21 @@ embedded PostgreSQL, ROLLUP_INTERVAL_S=1, all on the same shared 2 cores. Data i
 Rollup throughput (fold job, commit of the insert -> watermark past the last seq): **${Math.round(throughput).toLocaleString('en-US')} events/s**
 (${folded.toLocaleString('en-US')} events in ${foldS.toFixed(1)} s). Target >= 120,000 events/s (3 x the 40,000 events/s ingest target): ${throughput >= 120_000 ? 'met' : 'NOT met'}.
 
-Endpoint latency, default parameters, ${REQUESTS} sequential requests each (baseline: the 300 ms p99 target):
+Endpoint latency at this run's size, default parameters, ${REQUESTS} sequential requests each (baseline: the 300 ms p99 target):
 
 | endpoint | p50 ms | p99 ms | p99 < 300 ms |
 | --- | ---: | ---: | --- |
 ${latency.join('\n')}
+
+Baseline (before the performance pass, at 1/10 size \`--events 1000000 --devices 100000\`, machine loaded, 2026-11-21T20:25Z): fold 12,042 events/s;
+kpis p50 474.8 / p99 805.5 ms; timeseries dau,mau,revenue_daily p99 68.9; timeseries all 24 p99 312.7; funnel/onboarding p99 90.5;
+funnel/retention p99 399.6; retention p99 136.0; activity p99 15.7; lag p50 17.9 s / max 24.8 s at 17,450 events/s.
+Earlier full-size run (10,000,000 / 1,000,000, 2026-11-21T21:35Z, after the fold changes but before the read-shape changes of
+this pass): fold 12,855 events/s; kpis p50 477.6 / p99 645.4; timeseries dau,mau,revenue_daily p99 69.1; timeseries all 24 p99 350.8;
+funnel/onboarding p99 687.4; funnel/retention p99 2114.6; retention p99 88.4; activity p99 9.7; lag p50 16.9 s / max 23.4 s at 20,133 events/s.
+After this pass at the same 1/10 size (2026-11-21T21:37Z, load ~4.7): fold 21,492 events/s; kpis p50 69.2 / p99 174.1; timeseries all 24
+p99 60.6; funnel/onboarding p99 53.4; funnel/retention p99 163.5; retention p99 35.0; lag p50 17.2 s / max 22.5 s at 18,983 events/s.
+Load average during this run (1 min, at the end): ${loadavg()[0].toFixed(2)} on 2 cores shared with other engineers' runs.
 
 Steady state: ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;
 age of the oldest unfolded event sampled each second (last two thirds of the run): p50 ${pct(steady, 50).toFixed(1)} s, max ${Math.max(...steady).toFixed(1)} s.

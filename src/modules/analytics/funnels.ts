@@ -91,8 +91,11 @@ export async function funnelCounts(db: Queryable, scope: Scope, env: Env, tz: st
       AND NOT EXISTS (SELECT 1 FROM an_steps z WHERE z.app_id = $2 AND z.environment = $3 AND z.anon_id = g.anon_id AND z.event_name = ${name} AND z.day < s.day)
       AND t = s.tss[1]`;
     else cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'`;
+    // Redundant day bounds (entry is in the 30 days ending on $4, later steps within 8 days of it)
+    // let the join read a primary-key range of the step's rows instead of all of them.
+    const bound = s.match === 'days_after_first' ? `s.day >= $4::date - 31` : `s.day BETWEEN $4::date - 31 AND $4::date + 9`;
     ctes.push(`g${k} AS (SELECT g.anon_id, g.t1, g.d1, min(t) AS tp FROM g${k - 1} g
-      JOIN an_steps s ON ${base} AND s.anon_id = g.anon_id AND s.event_name = ${name}
+      JOIN an_steps s ON ${base} AND s.anon_id = g.anon_id AND s.event_name = ${name} AND ${bound}
       CROSS JOIN LATERAL unnest(s.tss) AS t WHERE ${cond} GROUP BY g.anon_id, g.t1, g.d1)`);
   });
   const sql = `WITH ${ctes.join(',\n')} SELECT ${eventSteps.map((_, k) => `(SELECT count(*)::int FROM g${k}) AS c${k}`).join(', ')}`;

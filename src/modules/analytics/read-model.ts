@@ -65,39 +65,48 @@ const hist = (s: Segment, back: number) => `h AS (
    WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) - ${back} AND (SELECT max(e) FROM b)
    GROUP BY 1, 2, 3)`;
 
+// Every (bucket, day) pair: per-day cells then join on day equality (a hash join) instead of a
+// range join that compares every cell with every bucket.
+const BD = `bd AS (SELECT b.i, b.s, b.e, d::date AS day FROM b CROSS JOIN LATERAL generate_series(b.s, b.e, interval '1 day') d)`;
+
 export function familySql(f: Family, s: Segment): string {
   const g = seg(s, 'x');
   switch (f) {
     case 'act':
-      return `WITH ${B}, ${hist(s, 0)} SELECT b.i, h.seg, sum(h.n)::int AS device_days,
-        coalesce(sum(h.n) FILTER (WHERE h.gap > h.day - b.s), 0)::int AS active
-        FROM b JOIN h ON h.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+      return `WITH ${B}, ${BD}, ${hist(s, 0)} SELECT bd.i, h.seg, sum(h.n)::int AS device_days,
+        coalesce(sum(h.n) FILTER (WHERE h.gap > h.day - bd.s), 0)::int AS active
+        FROM bd JOIN h ON h.day = bd.day GROUP BY 1, 2`;
     case 'roll':
-      return `WITH ${B}, ${hist(s, 29)} SELECT b.i, h.seg,
-        coalesce(sum(h.n) FILTER (WHERE h.day >= b.e - 6 AND h.gap > h.day - (b.e - 6)), 0)::int AS wau,
-        coalesce(sum(h.n) FILTER (WHERE h.gap > h.day - (b.e - 29)), 0)::int AS mau
-        FROM b JOIN h ON h.day BETWEEN b.e - 29 AND b.e GROUP BY 1, 2`;
-    case 'flags':
-      // One hash aggregate per (bucket, device) instead of six DISTINCT sorts.
-      return `WITH ${B}, u AS (
-          SELECT b.i, ${g} AS seg, x.anon_id, bit_or(x.flags) AS f
-            FROM b JOIN an_device_days x ON ${F('x')} AND x.flags <> 0 AND x.day BETWEEN b.s AND b.e GROUP BY 1, 2, 3)
-        SELECT i, seg, count(*) FILTER (WHERE f & 1 <> 0)::int AS onb_s, count(*) FILTER (WHERE f & 2 <> 0)::int AS onb_c,
-        count(*) FILTER (WHERE f & 4 <> 0)::int AS pw, count(*) FILTER (WHERE f & 8 <> 0)::int AS trial,
-        count(*) FILTER (WHERE f & 16 <> 0)::int AS paid, count(*) FILTER (WHERE f & 32 <> 0)::int AS crash
-        FROM u GROUP BY 1, 2`;
+      return `WITH ${B}, rd AS (SELECT b.i, b.e, b.e - k AS day FROM b CROSS JOIN generate_series(0, 29) k), ${hist(s, 29)}
+        SELECT rd.i, h.seg,
+        coalesce(sum(h.n) FILTER (WHERE h.day >= rd.e - 6 AND h.gap > h.day - (rd.e - 6)), 0)::int AS wau,
+        coalesce(sum(h.n) FILTER (WHERE h.gap > h.day - (rd.e - 29)), 0)::int AS mau
+        FROM rd JOIN h ON h.day = rd.day GROUP BY 1, 2`;
+    case 'flags': {
+      // Distinct users with each flag, from the fold's per-flag gap histogram (as for active users).
+      const cols = (['onb_s', 'onb_c', 'pw', 'trial', 'paid', 'crash'] as const)
+        .map((c, k) => `coalesce(sum(h.n) FILTER (WHERE h.flag = ${1 << k} AND h.gap > h.day - bd.s), 0)::int AS ${c}`)
+        .join(', ');
+      return `WITH ${B}, ${BD}, h AS (
+          SELECT x.day, ${g} AS seg, x.flag, x.gap, sum(x.n)::int AS n FROM an_flag_hist x
+           WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3, 4)
+        SELECT bd.i, h.seg, ${cols} FROM bd JOIN h ON h.day = bd.day GROUP BY 1, 2`;
+    }
     case 'new': {
+      // From the per-first-day cohort cells the fold maintains (an_cohort_hist, an_onb_hist).
       const ret = [[1, 1], [7, 4], [30, 16]]
         .map(([n, bit]) => `coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n}), 0)::int AS c${n},
         coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n} AND d.mask & ${bit} <> 0), 0)::int AS r${n}`)
         .join(',\n        ');
-      return `WITH ${B}, d AS (
-          SELECT x.first_day, ${g} AS seg, x.ret_mask AS mask, x.onb_day, count(*)::int AS n FROM an_devices x
-           WHERE ${F('x')} AND x.first_day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3, 4)
-        SELECT b.i, d.seg, sum(d.n)::int AS new_users,
-        coalesce(sum(d.n) FILTER (WHERE d.onb_day <= b.e), 0)::int AS onb_new,
-        ${ret}
-        FROM b JOIN d ON d.first_day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+      const cells = (t: string, col: string) => `SELECT x.first_day, ${g} AS seg, x.${col}, sum(x.n)::int AS n FROM ${t} x
+           WHERE ${F('x')} AND x.first_day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3`;
+      return `WITH ${B}, d AS (${cells('an_cohort_hist', 'ret_mask AS mask')}),
+        o AS (${cells('an_onb_hist', 'onb_off')}),
+        nu AS (SELECT b.i, d.seg, sum(d.n)::int AS new_users, ${ret}
+          FROM b JOIN d ON d.first_day BETWEEN b.s AND b.e GROUP BY 1, 2),
+        ob AS (SELECT b.i, o.seg, sum(o.n)::int AS onb_new
+          FROM b JOIN o ON o.first_day BETWEEN b.s AND b.e AND o.first_day + o.onb_off <= b.e GROUP BY 1, 2)
+        SELECT nu.*, coalesce(ob.onb_new, 0)::int AS onb_new FROM nu LEFT JOIN ob ON ob.i = nu.i AND ob.seg = nu.seg`;
     }
     case 'sess':
       // Sessions longer than 31 days are not looked back for; sessions are minutes long in practice.
@@ -110,33 +119,43 @@ export function familySql(f: Family, s: Segment): string {
         coalesce(sum(g.dur) FILTER (WHERE g.start_day >= b.s), 0)::float8 AS dur
         FROM b JOIN g ON g.start_day BETWEEN b.s - 31 AND b.e GROUP BY 1, 2`;
     case 'rev':
-      return `WITH ${B} SELECT b.i, ${g} AS seg,
-        coalesce(sum(x.amount_usd) FILTER (WHERE x.kind = 'paid'), 0)::float8 AS paid_usd,
-        count(*) FILTER (WHERE x.kind = 'paid')::int AS paid_n,
-        coalesce(sum(x.amount_usd) FILTER (WHERE x.kind = 'refund'), 0)::float8 AS refund_usd,
-        count(*) FILTER (WHERE x.kind = 'refund')::int AS refund_n
-        FROM b JOIN an_purchases x ON ${F('x')} AND x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+      // One pass over the range's purchases, grouped per day, then per bucket.
+      return `WITH ${B}, ${BD}, r AS (
+          SELECT x.day, ${g} AS seg, x.kind, sum(x.amount_usd) AS usd, count(*) AS n FROM an_purchases x
+           WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3)
+        SELECT bd.i, r.seg,
+        coalesce(sum(r.usd) FILTER (WHERE r.kind = 'paid'), 0)::float8 AS paid_usd,
+        coalesce(sum(r.n) FILTER (WHERE r.kind = 'paid'), 0)::int AS paid_n,
+        coalesce(sum(r.usd) FILTER (WHERE r.kind = 'refund'), 0)::float8 AS refund_usd,
+        coalesce(sum(r.n) FILTER (WHERE r.kind = 'refund'), 0)::int AS refund_n
+        FROM bd JOIN r ON r.day = bd.day GROUP BY 1, 2`;
     case 'mrr':
-      return `WITH ${B} SELECT b.i, ${g} AS seg, coalesce(sum(x.mrr_usd), 0)::float8 AS mrr
-        FROM b JOIN an_purchases x ON ${F('x')} AND x.kind = 'paid' AND x.mrr_usd IS NOT NULL
-         AND x.day <= b.e AND x.period_end > b.e GROUP BY 1, 2`;
+      // Paid recurring purchases grouped by (day, period end) first: few cells per day to test per bucket.
+      return `WITH ${B}, p AS (
+          SELECT x.day, x.period_end, ${g} AS seg, sum(x.mrr_usd) AS mrr FROM an_purchases x
+           WHERE ${F('x')} AND x.kind = 'paid' AND x.mrr_usd IS NOT NULL
+             AND x.day <= (SELECT max(e) FROM b) AND x.period_end > (SELECT min(e) FROM b) GROUP BY 1, 2, 3)
+        SELECT b.i, p.seg, coalesce(sum(p.mrr), 0)::float8 AS mrr
+        FROM b JOIN p ON p.day <= b.e AND p.period_end > b.e GROUP BY 1, 2`;
     case 't2p': {
+      // One look-up per trial (its first paid purchase within 30 x 24 h), not one per bucket and horizon.
       const conv = [7, 30]
         .map((n) => `count(*) FILTER (WHERE x.day <= $7::date - ${n})::int AS t_c${n},
-        count(*) FILTER (WHERE x.day <= $7::date - ${n} AND EXISTS (SELECT 1 FROM an_purchases p
-          WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = x.anon_id AND p.kind = 'paid'
-            AND p.ts >= x.ts AND p.ts <= x.ts + interval '${n * 24} hours'))::int AS t_p${n}`)
+        count(*) FILTER (WHERE x.day <= $7::date - ${n} AND x.fp <= x.ts + interval '${n * 24} hours')::int AS t_p${n}`)
         .join(',\n        ');
-      return `WITH ${B}, x AS (
+      return `WITH ${B}, t AS (
           SELECT x.anon_id, x.platform, x.country, min(x.ts) AS ts, min(x.day) AS day
             FROM an_purchases x
            WHERE ${F('x')} AND x.kind = 'trial' AND x.day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b)
            GROUP BY 1, 2, 3
           -- only a device's first trial counts: none before the earliest bucket
           HAVING NOT EXISTS (SELECT 1 FROM an_purchases p WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = x.anon_id
-                               AND p.kind = 'trial' AND p.day < (SELECT min(s) FROM b)))
+                               AND p.kind = 'trial' AND p.day < (SELECT min(s) FROM b))),
+        y AS MATERIALIZED (SELECT t.*, (SELECT min(p.ts) FROM an_purchases p
+          WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = t.anon_id AND p.kind = 'paid'
+            AND p.ts >= t.ts AND p.ts <= t.ts + interval '720 hours') AS fp FROM t)
         SELECT b.i, ${g} AS seg, ${conv}
-        FROM b JOIN x ON x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+        FROM b JOIN y x ON x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
     }
   }
 }
@@ -182,11 +201,12 @@ export function createAnalyticsReadModel(db: Queryable) {
     /** Retention cohorts per first day (and segment value). */
     async cohorts(scope: Scope, env: Env, start: string, end: string, segment: Segment) {
       const days = [1, 3, 7, 14, 30, 60, 90];
-      const cols = days.map((n, bit) => `count(*) FILTER (WHERE x.ret_mask & ${1 << bit} <> 0)::int AS r${n}`).join(', ');
+      const cols = days.map((n, bit) => `coalesce(sum(x.n) FILTER (WHERE x.ret_mask & ${1 << bit} <> 0), 0)::int AS r${n}`).join(', ');
+      // Per-first-day cohort cells (fold-maintained); a cell may hold 0 after devices left it.
       const { rows } = await db.query<Record<string, number | string>>(
-        `SELECT x.first_day::text AS day, ${seg(segment, 'x')} AS seg, count(*)::int AS size, ${cols}
-           FROM an_devices x WHERE x.tenant_id = $1 AND x.app_id = $2 AND x.environment = $3 AND x.first_day BETWEEN $4 AND $5
-          GROUP BY 1, 2 ORDER BY 1, 2`,
+        `SELECT x.first_day::text AS day, ${seg(segment, 'x')} AS seg, sum(x.n)::int AS size, ${cols}
+           FROM an_cohort_hist x WHERE x.tenant_id = $1 AND x.app_id = $2 AND x.environment = $3 AND x.first_day BETWEEN $4 AND $5
+          GROUP BY 1, 2 HAVING sum(x.n) > 0 ORDER BY 1, 2`,
         [scope.tenantId, scope.appId, env, start, end],
       );
       return rows;

@@ -1,6 +1,6 @@
 import type { Db, Queryable, Tx } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import { FLAG, funnelEventNames, histDelta, sessionDelta, stageSql } from './fold-sql.js';
+import { cohortDelta, FLAG, flagDelta, funnelEventNames, histDelta, sessionDelta, stageSql } from './fold-sql.js';
 
 export { FLAG };
 
@@ -21,7 +21,7 @@ async function foldStaged(tx: Tx): Promise<number> {
   // 1. The batch per device-day, marking the days the device did not have yet.
   await tx.query(`
 CREATE TEMP TABLE an_dd ON COMMIT DROP AS
-SELECT v.*, (x.anon_id IS NULL) AS is_new
+SELECT v.*, (x.anon_id IS NULL) AS is_new, coalesce(x.flags, 0) AS old_flags
   FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags
           FROM an_ev GROUP BY tenant_id, app_id, environment, anon_id, day) v
   LEFT JOIN an_device_days x ON x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
@@ -40,7 +40,8 @@ SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
        CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.day ELSE o.first_day END AS first_day,
        CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.platform ELSE o.platform END AS platform,
        CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.country ELSE o.country END AS country,
-       o.platform AS old_platform, o.country AS old_country, o.last_day AS old_last,
+       o.platform AS old_platform, o.country AS old_country, o.last_day AS old_last, (o.anon_id IS NOT NULL) AS existed,
+       o.first_day AS old_first_day, o.ret_mask AS old_mask, o.onb_day AS old_onb,
        greatest(o.last_day, c.max_day) AS last_day,
        coalesce(o.ret_mask, 0) | (
          SELECT coalesce(bit_or(CASE nd - coalesce(o.first_day, f.day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
@@ -54,6 +55,15 @@ SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
           FROM an_dd GROUP BY app_id, environment, anon_id) c
     ON c.app_id = f.app_id AND c.environment = f.environment AND c.anon_id = f.anon_id`);
   await tx.query(`ANALYZE an_dev`);
+  // Flag histogram: devices gaining a flag bit on some day, or moving platform/country, leave it
+  // with their stored flagged days now and re-enter, recomputed, at the end. Other devices' flagged
+  // days keep their gaps (days without flags do not count in a flag's chain).
+  await tx.query(`
+CREATE TEMP TABLE an_fr ON COMMIT DROP AS
+SELECT app_id, environment, anon_id FROM an_dd WHERE flags & ~old_flags <> 0
+ UNION SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE ${MOVED}`);
+  await tx.query(`ANALYZE an_fr`);
+  await tx.query(flagDelta('-'));
   // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
   await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
   await tx.query(`
@@ -87,6 +97,8 @@ INSERT INTO an_device_days (tenant_id, app_id, environment, day, anon_id, platfo
 SELECT v.tenant_id, v.app_id, v.environment, v.day, v.anon_id, d.platform, d.country, v.n, v.flags,
        greatest(lag(v.day) OVER (PARTITION BY v.app_id, v.environment, v.anon_id ORDER BY v.day), d.old_last)
   FROM an_dd v JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+ -- In primary-key order: the index is then walked once instead of hit at random.
+ ORDER BY v.app_id, v.environment, v.day, v.anon_id
 ON CONFLICT (app_id, environment, day, anon_id) DO UPDATE
    SET events = an_device_days.events + EXCLUDED.events, flags = an_device_days.flags | EXCLUDED.flags
 RETURNING tenant_id, app_id, environment, day, anon_id, platform, country, prev_day, (xmax = 0) AS inserted)
@@ -116,22 +128,36 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
     await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
   }
 
-  // Sessions: the touched sessions leave the histogram with their stored extent and re-enter with the new one.
-  await tx.query(`CREATE TEMP TABLE an_sk ON COMMIT DROP AS SELECT DISTINCT app_id, environment, session_id FROM an_ev WHERE session_id IS NOT NULL`);
-  await tx.query(`ANALYZE an_sk`);
-  const touched = `an_sk k JOIN an_sessions y ON y.app_id = k.app_id AND y.environment = k.environment AND y.session_id = k.session_id`;
-  await tx.query(sessionDelta('-', touched));
+  // New-user cohorts: touched devices whose cohort cell changed leave the old one and enter the new.
+  await tx.query(cohortDelta());
+  await tx.query(flagDelta('+'));
+
+  // Sessions, in one statement: every CTE sees the snapshot before the upsert, so `old` holds the
+  // stored extent of the sessions this batch touches. They leave the histogram with it and
+  // re-enter with the upsert's result (one index probe per session instead of three passes).
   await tx.query(`
+WITH v AS (
+SELECT tenant_id, app_id, environment, session_id, (array_agg(anon_id ORDER BY ts))[1] AS anon_id,
+       min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
+  FROM an_ev WHERE session_id IS NOT NULL GROUP BY tenant_id, app_id, environment, session_id),
+old AS (
+SELECT y.tenant_id, y.app_id, y.environment, y.start_day, y.end_day, y.platform, y.country, y.start_ts, y.end_ts, -1 AS sg
+  FROM v JOIN an_sessions y ON y.app_id = v.app_id AND y.environment = v.environment AND y.session_id = v.session_id),
+ins AS (
 INSERT INTO an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)
 SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, d.platform, d.country, v.s, v.e, v.sd, v.ed
-  FROM (SELECT tenant_id, app_id, environment, session_id, (array_agg(anon_id ORDER BY ts))[1] AS anon_id,
-               min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
-          FROM an_ev WHERE session_id IS NOT NULL GROUP BY tenant_id, app_id, environment, session_id) v
-  JOIN an_devices d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+  FROM v JOIN an_devices d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
 ON CONFLICT (app_id, environment, session_id) DO UPDATE
    SET start_ts = least(an_sessions.start_ts, EXCLUDED.start_ts), end_ts = greatest(an_sessions.end_ts, EXCLUDED.end_ts),
-       start_day = least(an_sessions.start_day, EXCLUDED.start_day), end_day = greatest(an_sessions.end_day, EXCLUDED.end_day)`);
-  await tx.query(sessionDelta('+', touched));
+       start_day = least(an_sessions.start_day, EXCLUDED.start_day), end_day = greatest(an_sessions.end_day, EXCLUDED.end_day)
+RETURNING tenant_id, app_id, environment, start_day, end_day, platform, country, start_ts, end_ts, 1 AS sg)
+INSERT INTO an_session_hist (tenant_id, app_id, environment, start_day, end_day, platform, country, n, dur)
+SELECT y.tenant_id, y.app_id, y.environment, y.start_day, y.end_day, coalesce(y.platform, 'unknown'), coalesce(y.country, 'unknown'),
+       sum(y.sg)::int, coalesce(sum(y.sg * extract(epoch FROM y.end_ts - y.start_ts)), 0)::float8
+  FROM (SELECT * FROM ins UNION ALL SELECT * FROM old) y
+ GROUP BY 1, 2, 3, 4, 5, 6, 7
+ON CONFLICT (app_id, environment, start_day, end_day, platform, country) DO UPDATE
+   SET n = an_session_hist.n + EXCLUDED.n, dur = an_session_hist.dur + EXCLUDED.dur`);
 
   await tx.query(`
 INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
@@ -167,7 +193,9 @@ ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
   return n;
 }
 
-const ROLLUP_TABLES = ['an_devices', 'an_device_days', 'an_active_hist', 'an_sessions', 'an_session_hist', 'an_purchases', 'an_steps'];
+const ROLLUP_TABLES = [
+  'an_devices', 'an_device_days', 'an_active_hist', 'an_sessions', 'an_session_hist', 'an_purchases', 'an_steps', 'an_cohort_hist', 'an_onb_hist', 'an_flag_hist',
+];
 
 export interface FoldResult {
   folded: number;
@@ -218,6 +246,8 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
         if (from >= upper) return { folded: 0, watermark: from };
         // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
         await tx.query(`SET LOCAL synchronous_commit = off`);
+        // The fold's sorts and hash joins over a chunk fit in memory instead of spilling to disk.
+        await tx.query(`SET LOCAL work_mem = '128MB'`);
         const to = Math.min(upper, from + chunk);
         await registerApps(tx);
         await tx.query(stageSql(`e.seq > ${from} AND e.seq <= ${to}`));
@@ -242,6 +272,8 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
 
     /** Apps whose settings timezone differs from the one their rollups were built with. */
     async appsNeedingRebuild(): Promise<{ app_id: string; timezone: string }[]> {
+      // The state table is unlogged: after a crash it is empty along with the rollups (refold from 0).
+      await db.query(`INSERT INTO an_rollup_state (id) VALUES (1) ON CONFLICT (id) DO NOTHING`);
       await registerApps(db);
       const { rows } = await db.query(`
 SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_id = st.app_id
@@ -257,6 +289,7 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
       return withTx(db, async (tx) => {
         const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = 1 FOR UPDATE`);
         const wm = Number(rows[0].watermark);
+        await tx.query(`SET LOCAL work_mem = '128MB'`);
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
         await tx.query(stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`));
