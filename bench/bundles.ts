@@ -12,7 +12,7 @@ import { machine, writeResultsSection } from './lib/results.js';
 import { cpuMs, spawnScript, spawnService } from './lib/service.js';
 
 const { values } = parseArgs({
-  options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' }, kb: { type: 'string', default: '200' }, role: { type: 'string', default: 'all' } },
+  options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' }, kb: { type: 'string', default: '200' }, role: { type: 'string', default: 'api' } },
 });
 const duration = Number(values.duration);
 const connections = Number(values.connections);
@@ -26,7 +26,8 @@ function layout(n: number, seed: number) {
   return { blocks };
 }
 
-// --role api measures an API-only instance (how read traffic is served at scale: workers run elsewhere).
+// --role api (section `bundles`) measures an API-only instance, how read traffic is served at scale (workers
+// run elsewhere); --role all (section `bundles, ROLE=all`) adds every background worker to the same process.
 const service = await spawnService({ ROLE: values.role! });
 const tmp = mkdtempSync(path.join(tmpdir(), 'bundle-bench-'));
 let bare: Awaited<ReturnType<typeof spawnScript>> | undefined;
@@ -99,7 +100,7 @@ try {
   ];
   const ratio = svcV.reqPerS / bareV.reqPerS;
   writeResultsSection(
-    'bundles',
+    values.role === 'api' ? 'bundles' : `bundles, ROLE=${values.role}`,
     `Command: \`npm run bench:bundles -- --duration ${duration} --connections ${connections} --kb ${values.kb} --role ${values.role}\` · ${machine()}
 
 The service (with its embedded PostgreSQL) and the baseline each run in their own process; autocannon drives them from

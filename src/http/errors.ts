@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { FastifyError, FastifyInstance } from 'fastify';
 
 /** The closed set of error codes clients can rely on, with their HTTP status. */
@@ -75,7 +76,7 @@ function problem(code: ErrorCode, detail: string, errors?: FieldError[]) {
 }
 
 /** Maps every error to RFC 9457 problem+json; driver and internal messages never reach the client. */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance, logger: Logger): void {
   app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
     let body;
     if (err instanceof AppError) {
@@ -97,7 +98,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       // Malformed JSON, empty JSON body and the like: a client error, never a 500.
       body = problem('validation_failed', err.code?.startsWith('FST_ERR_CTP') ? 'Request body is not valid JSON' : 'Bad request');
     } else {
-      request.log.error({ err, reqId: request.id, method: request.method, url: request.url }, 'unhandled error');
+      logger.error({ err, reqId: request.id, method: request.method, url: request.url }, 'unhandled error');
       body = problem('internal_error', 'An internal error occurred');
     }
     reply.status(body.status).type('application/problem+json').send(body);
