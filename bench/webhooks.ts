@@ -6,6 +6,7 @@ import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { client, createTenant, type Tenant } from '../test/helpers/client.js';
 import { machine, writeResultsSection } from './lib/results.js';
 import { spawnScript, spawnService } from './lib/service.js';
@@ -62,6 +63,7 @@ async function stats(rxUrl: string): Promise<{ count: number; duplicates: number
 
 const service = await spawnService({ WEBHOOK_POLL_MS: '200', ALLOW_PRIVATE_TARGETS: '1' });
 const rx = await spawnScript('bench/webhook-receiver.ts', '/ready');
+const db = new pg.Pool({ connectionString: service.databaseUrl, max: 1 });
 try {
   const c = client(service.url);
   const setup = async (endpoints: number): Promise<Tenant> => {
@@ -119,15 +121,14 @@ try {
       runs.push({ subscribed, ...r, deliveredDuring: during });
       console.log(subscribed ? 'subscribed' : 'unsubscribed', r, 'delivered during load', during);
       // Let the worker drain the backlog so the next round starts from the same state.
-      // (Requests still in flight when autocannon stops are ingested too, so wait for quiet, not for a count.)
-      const want = subscribed ? Math.round(r.eventsPerS * DURATION * TRIGGER_SHARE * 2) : 0;
       const drainStart = performance.now();
-      let last = -1;
+      // Drained means drained in the database: the outbox is empty and no delivery is pending.
       for (;;) {
-        const n = (await stats(rx.url)).count;
-        if ((n >= want && n === last) || performance.now() - drainStart > 120_000) break;
-        last = n;
-        await sleep(1500);
+        const { rows } = await db.query(
+          `SELECT (SELECT count(*) FROM outbox)::int + (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')::int AS n`,
+        );
+        if (rows[0].n === 0 || performance.now() - drainStart > 180_000) break;
+        await sleep(500);
       }
     }
   }
@@ -181,6 +182,7 @@ Average: unsubscribed ${fmt(off)} events/s (baseline), subscribed ${fmt(on)} eve
 Target: subscribed within 10% of unsubscribed (${ratio >= 0.9 ? 'met' : 'NOT met'} on this run).`,
   );
 } finally {
+  await db.end();
   await rx.stop();
   await service.stop();
 }

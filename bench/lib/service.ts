@@ -67,10 +67,11 @@ async function waitFor(url: string, child: ChildProcess, ms = 90_000): Promise<v
 export async function spawnService(env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-'));
   const port = await freePort();
+  const pgPort = await freePort();
   // The compiled service (scripts/start.mjs builds when stale), as `npm start` runs it: tsx would add ~130 MB of RSS.
   const child = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(await freePort()), LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -78,6 +79,8 @@ export async function spawnService(env: Record<string, string> = {}) {
   return {
     url,
     pid: child.pid!,
+    /** The embedded database, for benches that check the service's own state (see src/db/embedded.ts). */
+    databaseUrl: `postgres://postgres:postgres@127.0.0.1:${pgPort}/app`,
     async stop() {
       await new Promise((r) => {
         child.once('exit', r);
