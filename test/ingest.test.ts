@@ -2,23 +2,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import murmur from 'murmurhash3js';
 import { after, before, describe, it } from 'node:test';
-import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { createTenant, makeEvent } from './helpers/client.js';
+import { useTenantApp } from './helpers/suite.js';
 
-let server: TestServer;
-let c: Client;
-let t: Tenant;
+const suite = useTenantApp();
 
-before(async () => {
-  server = await startTestServer();
-  c = client(server.url);
-  t = await createTenant(c);
-});
-after(() => server.stop());
-
-const send = (batch: unknown[], key = t.live.public_key) => c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
+const send = (batch: unknown[], key = suite.t.live.public_key) => suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
 const stored = async (ids: string[]) =>
-  (await server.db.query('SELECT event_id::text, environment, consent, received_at, payload FROM events WHERE event_id = ANY($1::uuid[])', [ids])).rows;
+  (await suite.server.db.query('SELECT event_id::text, environment, consent, received_at, payload FROM events WHERE event_id = ANY($1::uuid[])', [ids])).rows;
 
 describe('ingest: batch rules', () => {
   it('accepts a valid batch with 202 and commits it before answering', async () => {
@@ -55,7 +46,7 @@ describe('ingest: batch rules', () => {
   });
 
   it('requires an SDK key', async () => {
-    assert.equal((await c.post('/api/v1/ingest/events', { batch: [makeEvent()] })).status, 401);
+    assert.equal((await suite.c.post('/api/v1/ingest/events', { batch: [makeEvent()] })).status, 401);
   });
 });
 
@@ -120,7 +111,7 @@ describe('ingest: per-event validation', () => {
     const e = makeEvent({ event_name: name, user: { anon_id: randomUUID(), user_id: userId } });
     const r = await send([e]);
     assert.equal(r.body.accepted, 1, JSON.stringify(r.body));
-    const { rows } = await server.db.query('SELECT event_name, user_id FROM events WHERE event_id = $1', [e.event_id]);
+    const { rows } = await suite.server.db.query('SELECT event_name, user_id FROM events WHERE event_id = $1', [e.event_id]);
     assert.deepEqual(rows[0], { event_name: name, user_id: userId });
   });
 });
@@ -134,7 +125,7 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     const retry = await send(batch);
     assert.equal(retry.status, 202);
     assert.equal(retry.body.accepted, 3);
-    const { rows } = await server.db.query('SELECT count(*)::int AS n FROM events WHERE event_id = $1', [e.event_id]);
+    const { rows } = await suite.server.db.query('SELECT count(*)::int AS n FROM events WHERE event_id = $1', [e.event_id]);
     assert.equal(rows[0].n, 1);
   });
 
@@ -145,13 +136,13 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     assert.equal(r.body.consent_declined, 1);
     const [row] = await stored([e.event_id]);
     assert.equal(row.consent, false);
-    const ob = await server.db.query(`SELECT count(*)::int AS n FROM outbox WHERE payload->'event'->>'event_id' = $1`, [e.event_id]);
+    const ob = await suite.server.db.query(`SELECT count(*)::int AS n FROM outbox WHERE payload->'event'->>'event_id' = $1`, [e.event_id]);
     assert.equal(ob.rows[0].n, 0, 'declined events trigger no webhook');
   });
 
   it('samples deterministically per device and never drops purchases', async () => {
-    const fresh = await createTenant(c);
-    await c.patch('/api/v1/settings', { sampling_rate: 0.5 }, fresh.console);
+    const fresh = await createTenant(suite.c);
+    await suite.c.patch('/api/v1/settings', { sampling_rate: 0.5 }, fresh.console);
     const devices = Array.from({ length: 40 }, () => randomUUID());
     const batch = devices.flatMap((d) => [makeEvent({ user: { anon_id: d } }), makeEvent({ user: { anon_id: d }, event_name: 'purchase_completed' })]);
     const r = await send(batch, fresh.live.public_key);
@@ -167,7 +158,7 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
 
   it('writes sandbox and production keys to separate environments', async () => {
     const e = makeEvent();
-    await send([e], t.sandbox.public_key);
+    await send([e], suite.t.sandbox.public_key);
     const [row] = await stored([e.event_id]);
     assert.equal(row.environment, 'sandbox');
   });
@@ -178,22 +169,22 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     const exposure = makeEvent({ event_name: 'experiment_exposure' });
     const answer = makeEvent({ event_name: 'onboarding_step_completed', properties: { option_set_id: 'countries', option_value: ['fr', 'de'] } });
     await send([started, completed, exposure, answer, makeEvent()]);
-    const { rows } = await server.db.query(
+    const { rows } = await suite.server.db.query(
       `SELECT event_type, payload FROM outbox WHERE payload->'event'->>'event_id' = ANY($1) ORDER BY id`,
       [[started.event_id, completed.event_id, exposure.event_id]],
     );
     assert.deepEqual(rows.map((r) => r.event_type), ['onboarding.started', 'onboarding.completed', 'experiment.exposure']);
-    assert.equal(rows[0].payload.app_id, t.appId);
+    assert.equal(rows[0].payload.app_id, suite.t.appId);
     assert.equal(rows[0].payload.event.event_id, started.event_id);
-    const locks = await server.db.query(`SELECT value FROM option_value_locks WHERE app_id = $1 AND set_id = 'countries' ORDER BY value`, [t.appId]);
+    const locks = await suite.server.db.query(`SELECT value FROM option_value_locks WHERE app_id = $1 AND set_id = 'countries' ORDER BY value`, [suite.t.appId]);
     assert.deepEqual(locks.rows.map((r) => r.value), ['de', 'fr']);
   });
 });
 
 describe('ingest: per-app rate limit', () => {
   it('answers 429 with Retry-After over events_per_minute and stores nothing of that batch', async () => {
-    const fresh = await createTenant(c);
-    await c.patch('/api/v1/settings', { events_per_minute: 10 }, fresh.console);
+    const fresh = await createTenant(suite.c);
+    await suite.c.patch('/api/v1/settings', { events_per_minute: 10 }, fresh.console);
     const ok = await send(Array.from({ length: 8 }, () => makeEvent()), fresh.live.public_key);
     assert.equal(ok.status, 202);
     assert.equal(ok.headers.get('ratelimit-limit'), '10');
@@ -209,7 +200,7 @@ describe('ingest: per-app rate limit', () => {
 });
 
 describe('identify', () => {
-  const identify = (body: unknown) => c.post('/api/v1/ingest/identify', body, { 'x-api-key': t.live.public_key });
+  const identify = (body: unknown) => suite.c.post('/api/v1/ingest/identify', body, { 'x-api-key': suite.t.live.public_key });
 
   it('links a device to a user, latest link wins, history and traits kept', async () => {
     const anon = randomUUID();
@@ -217,12 +208,12 @@ describe('identify', () => {
     assert.equal((await identify({ anon_id: anon, user_id: 'u-1', ts_ms: t0, traits: { plan: 'free', age: 30 } })).status, 202);
     assert.equal((await identify({ anon_id: anon, user_id: 'u-2', ts_ms: t0 + 5000 })).status, 202);
     assert.equal((await identify({ anon_id: anon, user_id: 'u-3', ts_ms: t0 - 5000 })).status, 202, 'an older link is recorded');
-    const cur = await server.db.query('SELECT user_id FROM identities WHERE app_id = $1 AND anon_id = $2', [t.appId, anon]);
+    const cur = await suite.server.db.query('SELECT user_id FROM identities WHERE app_id = $1 AND anon_id = $2', [suite.t.appId, anon]);
     assert.equal(cur.rows[0].user_id, 'u-2', 'the latest link by time wins');
-    const hist = await server.db.query('SELECT user_id FROM identity_links WHERE app_id = $1 AND anon_id = $2 ORDER BY ts', [t.appId, anon]);
+    const hist = await suite.server.db.query('SELECT user_id FROM identity_links WHERE app_id = $1 AND anon_id = $2 ORDER BY ts', [suite.t.appId, anon]);
     assert.deepEqual(hist.rows.map((r) => r.user_id), ['u-3', 'u-1', 'u-2']);
     await identify({ anon_id: anon, user_id: 'u-1', ts_ms: t0 + 1, traits: { plan: 'pro' } });
-    const traits = await server.db.query('SELECT traits FROM user_traits WHERE app_id = $1 AND user_id = $2', [t.appId, 'u-1']);
+    const traits = await suite.server.db.query('SELECT traits FROM user_traits WHERE app_id = $1 AND user_id = $2', [suite.t.appId, 'u-1']);
     assert.deepEqual(traits.rows[0].traits, { plan: 'pro', age: 30 });
   });
 
@@ -233,10 +224,10 @@ describe('identify', () => {
     const b = await identify(body);
     assert.equal(a.body.duplicate, false);
     assert.equal(b.body.duplicate, true);
-    const ob = await server.db.query(`SELECT payload FROM outbox WHERE event_type = 'user.identified' AND payload->>'anon_id' = $1`, [anon]);
+    const ob = await suite.server.db.query(`SELECT payload FROM outbox WHERE event_type = 'user.identified' AND payload->>'anon_id' = $1`, [anon]);
     assert.equal(ob.rows.length, 1);
     assert.equal(ob.rows[0].payload.user_id, 'retry-user');
-    assert.equal(ob.rows[0].payload.app_id, t.appId);
+    assert.equal(ob.rows[0].payload.app_id, suite.t.appId);
   });
 
   it('validates the payload', async () => {

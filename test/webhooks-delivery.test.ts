@@ -1,35 +1,27 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { createTenant, makeEvent } from './helpers/client.js';
 import { sleep, startReceiver, verify, waitFor, type Receiver } from './webhooks-receiver.js';
+import { useTenantApp } from './helpers/suite.js';
 
-let server: TestServer;
-let c: Client;
-let t: Tenant;
+// Four attempts one second apart.
+const suite = useTenantApp({ WEBHOOK_RETRY_SCHEDULE: '1,1,1', WEBHOOK_POLL_MS: '50' });
 let rx: Receiver;
 
 before(async () => {
-  // Four attempts one second apart.
-  server = await startTestServer({ WEBHOOK_RETRY_SCHEDULE: '1,1,1', WEBHOOK_POLL_MS: '50' });
-  c = client(server.url);
-  t = await createTenant(c);
   rx = await startReceiver();
 });
-after(async () => {
-  await server.stop();
-  await rx.close();
-});
+after(() => rx.close());
 
 /** Creates an endpoint on `path` for onboarding.started and fires one such event. */
 async function endpointWithEvent(path: string) {
-  const w = (await c.post('/api/v1/webhooks', { url: rx.url(path), events: ['onboarding.started'] }, t.console)).body.data;
-  const r = await c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': t.live.public_key });
+  const w = (await suite.c.post('/api/v1/webhooks', { url: rx.url(path), events: ['onboarding.started'] }, suite.t.console)).body.data;
+  const r = await suite.c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': suite.t.live.public_key });
   assert.equal(r.status, 202);
   return w;
 }
-const deliveries = async (id: string) => (await c.get(`/api/v1/webhooks/${id}/deliveries`, t.console)).body.data as any[];
-const endpoint = async (id: string) => (await c.get(`/api/v1/webhooks/${id}`, t.console)).body.data;
+const deliveries = async (id: string) => (await suite.c.get(`/api/v1/webhooks/${id}/deliveries`, suite.t.console)).body.data as any[];
+const endpoint = async (id: string) => (await suite.c.get(`/api/v1/webhooks/${id}`, suite.t.console)).body.data;
 
 describe('delivery: retries, failure, disabling', () => {
   it('retries after 500s on the schedule with the same webhook-id, then succeeds', async () => {
@@ -60,7 +52,7 @@ describe('delivery: retries, failure, disabling', () => {
     assert.ok(e.failing_since);
 
     rx.respond(() => ({ status: 200 }));
-    const retry = await c.post(`/api/v1/webhooks/${w.id}/deliveries/${d.id}/retry`, {}, t.console);
+    const retry = await suite.c.post(`/api/v1/webhooks/${w.id}/deliveries/${d.id}/retry`, {}, suite.t.console);
     assert.equal(retry.status, 202);
     assert.equal(retry.body.data.status, 'pending');
     await waitFor(() => rx.at('/down').length >= 5, 'manual retry sent');
@@ -68,7 +60,7 @@ describe('delivery: retries, failure, disabling', () => {
     verify(w.secret, rx.at('/down')[4]);
     const [after] = await waitFor(async () => ((await deliveries(w.id))[0]?.status === 'succeeded' ? deliveries(w.id) : null), 'succeeded after retry');
     assert.equal(after.attempts, 5);
-    assert.equal((await c.post(`/api/v1/webhooks/${w.id}/deliveries/00000000-0000-4000-8000-000000000000/retry`, {}, t.console)).status, 404);
+    assert.equal((await suite.c.post(`/api/v1/webhooks/${w.id}/deliveries/00000000-0000-4000-8000-000000000000/retry`, {}, suite.t.console)).status, 404);
   });
 
   it('honours Retry-After on 429 and 503', async () => {
@@ -95,27 +87,27 @@ describe('delivery: retries, failure, disabling', () => {
     assert.equal(d.status, 'failed');
     assert.equal(d.attempts, 1);
     assert.equal(d.last_status_code, 410);
-    assert.equal((await c.post(`/api/v1/webhooks/${w.id}/deliveries/${d.id}/retry`, {}, t.console)).status, 409, 'disabled endpoint');
+    assert.equal((await suite.c.post(`/api/v1/webhooks/${w.id}/deliveries/${d.id}/retry`, {}, suite.t.console)).status, 409, 'disabled endpoint');
 
-    await c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': t.live.public_key });
+    await suite.c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': suite.t.live.public_key });
     await sleep(500);
     assert.equal(rx.at('/gone').length, 1);
     assert.equal((await deliveries(w.id)).length, 1, 'no delivery is created for a disabled endpoint');
 
     rx.respond(() => ({ status: 200 }));
-    const re = await c.patch(`/api/v1/webhooks/${w.id}`, { enabled: true }, t.console);
+    const re = await suite.c.patch(`/api/v1/webhooks/${w.id}`, { enabled: true }, suite.t.console);
     assert.equal(re.body.data.enabled, true);
     assert.equal(re.body.data.disabled_reason, null);
-    assert.equal((await c.post(`/api/v1/webhooks/${w.id}/deliveries/${d.id}/retry`, {}, t.console)).status, 202);
+    assert.equal((await suite.c.post(`/api/v1/webhooks/${w.id}/deliveries/${d.id}/retry`, {}, suite.t.console)).status, 202);
     await waitFor(() => rx.at('/gone').length >= 2, 'redelivered after re-enabling');
   });
 
   it('disables an endpoint after 5 days of continuous failure', async () => {
     rx.respond((r) => (r.path === '/dead' ? { status: 500 } : { status: 200 }));
-    const w = (await c.post('/api/v1/webhooks', { url: rx.url('/dead'), events: ['onboarding.started'] }, t.console)).body.data;
+    const w = (await suite.c.post('/api/v1/webhooks', { url: rx.url('/dead'), events: ['onboarding.started'] }, suite.t.console)).body.data;
     // The streak began 5 days ago (this test cannot wait that long).
-    await server.db.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = $1`, [w.id]);
-    await c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': t.live.public_key });
+    await suite.server.db.query(`UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = $1`, [w.id]);
+    await suite.c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': suite.t.live.public_key });
     const e = await waitFor(async () => {
       const x = await endpoint(w.id);
       return x.enabled === false ? x : null;
@@ -137,23 +129,23 @@ describe('delivery: retries, failure, disabling', () => {
     assert.equal(d.status, 'pending', 'retried like any failure');
     assert.match(d.last_error, /redirect/);
     assert.equal(rx.at('/target').length, 0);
-    await c.patch(`/api/v1/webhooks/${w.id}`, { enabled: false }, t.console);
+    await suite.c.patch(`/api/v1/webhooks/${w.id}`, { enabled: false }, suite.t.console);
   });
 
   it('one slow endpoint with a backlog cannot hold up another endpoint', async () => {
-    const t2 = await createTenant(c);
-    await c.patch('/api/v1/settings', { events_per_minute: 100_000 }, t2.console);
+    const t2 = await createTenant(suite.c);
+    await suite.c.patch('/api/v1/settings', { events_per_minute: 100_000 }, t2.console);
     rx.respond((r) => (r.path === '/slow' ? { status: 200, delayMs: 1500 } : { status: 200 }));
-    await c.post('/api/v1/webhooks', { url: rx.url('/slow'), events: ['onboarding.started'] }, t2.console);
-    await c.post('/api/v1/webhooks', { url: rx.url('/fast'), events: ['user.identified'] }, t2.console);
+    await suite.c.post('/api/v1/webhooks', { url: rx.url('/slow'), events: ['onboarding.started'] }, t2.console);
+    await suite.c.post('/api/v1/webhooks', { url: rx.url('/fast'), events: ['user.identified'] }, t2.console);
     const batch = Array.from({ length: 150 }, () => makeEvent({ event_name: 'onboarding_flow_started' }));
-    assert.equal((await c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': t2.live.public_key })).status, 202);
+    assert.equal((await suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': t2.live.public_key })).status, 202);
     // Past the first round of slow answers, so the worker has seen how slow the endpoint is.
     await waitFor(() => rx.at('/slow').length >= 20, 'slow endpoint busy');
     const sent = Date.now();
-    await c.post('/api/v1/ingest/identify', { anon_id: '6f1c1b1e-1111-4111-8111-111111111111', user_id: 'fast-user', ts_ms: Date.now() }, { 'x-api-key': t2.live.public_key });
+    await suite.c.post('/api/v1/ingest/identify', { anon_id: '6f1c1b1e-1111-4111-8111-111111111111', user_id: 'fast-user', ts_ms: Date.now() }, { 'x-api-key': t2.live.public_key });
     const [fast] = await waitFor(() => (rx.at('/fast').length ? rx.at('/fast') : null), 'fast delivery');
-    const slowPending = (await server.db.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE app_id = $1 AND status = 'pending'`, [t2.appId])).rows[0].n;
+    const slowPending = (await suite.server.db.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE app_id = $1 AND status = 'pending'`, [t2.appId])).rows[0].n;
     assert.ok(slowPending > 0, 'the slow backlog was still being worked through');
     assert.ok(fast.at - sent < 1200, `fast endpoint waited ${fast.at - sent} ms behind the slow backlog`);
     // Cap per endpoint: the slow endpoint never had every slot.
@@ -161,18 +153,18 @@ describe('delivery: retries, failure, disabling', () => {
   });
 
   it('delivers a burst far larger than the worker concurrency completely, each once', async () => {
-    const t3 = await createTenant(c);
-    await c.patch('/api/v1/settings', { events_per_minute: 100_000 }, t3.console);
+    const t3 = await createTenant(suite.c);
+    await suite.c.patch('/api/v1/settings', { events_per_minute: 100_000 }, t3.console);
     rx.respond(() => ({ status: 200 }));
-    for (let i = 0; i < 4; i++) await c.post('/api/v1/webhooks', { url: rx.url(`/burst${i}`), events: ['onboarding.started'] }, t3.console);
+    for (let i = 0; i < 4; i++) await suite.c.post('/api/v1/webhooks', { url: rx.url(`/burst${i}`), events: ['onboarding.started'] }, t3.console);
     // One full outbox batch (500 events) x 4 endpoints = 2,000 deliveries at once.
     const batch = Array.from({ length: 500 }, () => makeEvent({ event_name: 'onboarding_flow_started' }));
-    assert.equal((await c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': t3.live.public_key })).status, 202);
+    assert.equal((await suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': t3.live.public_key })).status, 202);
     const count = () => [0, 1, 2, 3].reduce((n, i) => n + rx.at(`/burst${i}`).length, 0);
     await waitFor(() => count() >= 2000, '2,000 deliveries', 30_000);
     const ids = [0, 1, 2, 3].flatMap((i) => rx.at(`/burst${i}`).map((r) => String(r.headers['webhook-id'])));
     assert.equal(new Set(ids).size, 2000);
-    const health = await c.get('/api/v1/ingest/health');
+    const health = await suite.c.get('/api/v1/ingest/health');
     assert.equal(health.status, 200, 'the process stays responsive');
   });
 });

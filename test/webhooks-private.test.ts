@@ -3,25 +3,17 @@ import { after, before, describe, it } from 'node:test';
 import { createActivityStore } from '../src/modules/activity/store.js';
 import { createWebhookService } from '../src/modules/webhooks/service.js';
 import { createWebhookStore } from '../src/modules/webhooks/store.js';
-import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { makeEvent } from './helpers/client.js';
 import { sleep, startReceiver, waitFor, type Receiver } from './webhooks-receiver.js';
+import { useTenantApp } from './helpers/suite.js';
 
-let server: TestServer;
-let c: Client;
-let t: Tenant;
+const suite = useTenantApp({ ALLOW_PRIVATE_TARGETS: '0', WEBHOOK_RETRY_SCHEDULE: '60', WEBHOOK_POLL_MS: '50' });
 let rx: Receiver;
 
 before(async () => {
-  server = await startTestServer({ ALLOW_PRIVATE_TARGETS: '0', WEBHOOK_RETRY_SCHEDULE: '60', WEBHOOK_POLL_MS: '50' });
-  c = client(server.url);
-  t = await createTenant(c);
   rx = await startReceiver();
 });
-after(async () => {
-  await server.stop();
-  await rx.close();
-});
+after(() => rx.close());
 
 describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
   it('refuses loopback, private, link-local and metadata targets at creation and on update', async () => {
@@ -43,17 +35,17 @@ describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
       `http://vm:${p}/hook`,
     ];
     for (const url of refused) {
-      const r = await c.post('/api/v1/webhooks', { url, events: ['onboarding.started'] }, t.console);
+      const r = await suite.c.post('/api/v1/webhooks', { url, events: ['onboarding.started'] }, suite.t.console);
       assert.equal(r.status, 400, url);
       assert.equal(r.body.code, 'validation_failed', url);
       assert.equal(r.body.errors[0].path, '/body/url', url);
     }
     // A public literal passes (nothing is sent at creation).
-    const ok = await c.post('/api/v1/webhooks', { url: 'https://93.184.215.14/hook', events: ['onboarding.started'] }, t.console);
+    const ok = await suite.c.post('/api/v1/webhooks', { url: 'https://93.184.215.14/hook', events: ['onboarding.started'] }, suite.t.console);
     assert.equal(ok.status, 201);
-    const patch = await c.patch(`/api/v1/webhooks/${ok.body.data.id}`, { url: 'http://169.254.169.254/' }, t.console);
+    const patch = await suite.c.patch(`/api/v1/webhooks/${ok.body.data.id}`, { url: 'http://169.254.169.254/' }, suite.t.console);
     assert.equal(patch.status, 400);
-    await c.del(`/api/v1/webhooks/${ok.body.data.id}`, t.console);
+    await suite.c.del(`/api/v1/webhooks/${ok.body.data.id}`, suite.t.console);
     assert.equal(rx.received.length, 0);
   });
 
@@ -61,16 +53,16 @@ describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
     // Rows written straight to the table stand in for a host whose DNS changed after creation.
     const ids: string[] = [];
     for (const url of [rx.url('/literal'), `http://localhost:${rx.port}/name`, `http://vm:${rx.port}/hosts`]) {
-      const { rows } = await server.db.query(
+      const { rows } = await suite.server.db.query(
         `INSERT INTO webhook_endpoints (tenant_id, app_id, url, events, secret) VALUES ($1, $2, $3, '{onboarding.started}', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw') RETURNING id`,
-        [t.orgId, t.appId, url],
+        [suite.t.orgId, suite.t.appId, url],
       );
       ids.push(rows[0].id);
     }
-    await c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': t.live.public_key });
+    await suite.c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': suite.t.live.public_key });
     for (const id of ids) {
       const [d] = await waitFor(async () => {
-        const list = (await c.get(`/api/v1/webhooks/${id}/deliveries`, t.console)).body.data;
+        const list = (await suite.c.get(`/api/v1/webhooks/${id}/deliveries`, suite.t.console)).body.data;
         return list[0]?.last_error ? list : null;
       }, 'refused attempt');
       assert.equal(d.attempts, 1);
@@ -83,9 +75,9 @@ describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
   });
 
   it('refuses export callbacks to private targets at send time', async () => {
-    const svc = createWebhookService({ db: server.db, store: createWebhookStore(server.db), activity: createActivityStore(server.db), allowPrivateTargets: false, scheduleS: [60] });
-    await svc.sendCallback({ tenantId: t.orgId, appId: t.appId }, { url: rx.url('/cb'), secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', eventType: 'export.completed', body: { ok: true } });
-    const row = await waitFor(async () => (await server.db.query(`SELECT attempts, last_error FROM webhook_deliveries WHERE kind = 'callback' AND last_error IS NOT NULL`)).rows[0], 'callback attempt');
+    const svc = createWebhookService({ db: suite.server.db, store: createWebhookStore(suite.server.db), activity: createActivityStore(suite.server.db), allowPrivateTargets: false, scheduleS: [60] });
+    await svc.sendCallback({ tenantId: suite.t.orgId, appId: suite.t.appId }, { url: rx.url('/cb'), secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', eventType: 'export.completed', body: { ok: true } });
+    const row = await waitFor(async () => (await suite.server.db.query(`SELECT attempts, last_error FROM webhook_deliveries WHERE kind = 'callback' AND last_error IS NOT NULL`)).rows[0], 'callback attempt');
     assert.equal(row.attempts, 1);
     assert.match(row.last_error, /refused/);
     await sleep(200);

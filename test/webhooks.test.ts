@@ -4,28 +4,20 @@ import { after, before, describe, it } from 'node:test';
 import { createActivityStore } from '../src/modules/activity/store.js';
 import { createWebhookService } from '../src/modules/webhooks/service.js';
 import { createWebhookStore } from '../src/modules/webhooks/store.js';
-import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { createTenant, makeEvent } from './helpers/client.js';
 import { startReceiver, verify, waitFor, type Receiver } from './webhooks-receiver.js';
+import { useTenantApp } from './helpers/suite.js';
 
-let server: TestServer;
-let c: Client;
-let t: Tenant;
+const suite = useTenantApp({ WEBHOOK_RETRY_SCHEDULE: '1,1,1', WEBHOOK_POLL_MS: '50' });
 let rx: Receiver;
 
 before(async () => {
-  server = await startTestServer({ WEBHOOK_RETRY_SCHEDULE: '1,1,1', WEBHOOK_POLL_MS: '50' });
-  c = client(server.url);
-  t = await createTenant(c);
   rx = await startReceiver();
 });
-after(async () => {
-  await server.stop();
-  await rx.close();
-});
+after(() => rx.close());
 
-const create = (body: unknown, headers = t.console) => c.post('/api/v1/webhooks', body, headers);
-const ingest = (batch: unknown[], key = t.live.public_key) => c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
+const create = (body: unknown, headers = suite.t.console) => suite.c.post('/api/v1/webhooks', body, headers);
+const ingest = (batch: unknown[], key = suite.t.live.public_key) => suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
 
 describe('webhook endpoints: configuration', () => {
   it('creates an endpoint, shows the secret once, lists, reads, updates and deletes it', async () => {
@@ -38,24 +30,24 @@ describe('webhook endpoints: configuration', () => {
     assert.equal(w.enabled, true);
     assert.match(w.secret, /^whsec_/);
 
-    const list = await c.get('/api/v1/webhooks', t.console);
+    const list = await suite.c.get('/api/v1/webhooks', suite.t.console);
     assert.equal(list.status, 200);
     const listed = list.body.data.find((x: any) => x.id === w.id);
     assert.ok(listed);
     assert.equal(listed.secret, undefined, 'the secret is never shown again');
-    const one = await c.get(`/api/v1/webhooks/${w.id}`, t.console);
+    const one = await suite.c.get(`/api/v1/webhooks/${w.id}`, suite.t.console);
     assert.equal(one.status, 200);
     assert.equal(one.body.data.secret, undefined);
 
-    const p = await c.patch(`/api/v1/webhooks/${w.id}`, { events: ['user.identified', 'experiment.exposure'], enabled: false, url: rx.url('/crud2') }, t.console);
+    const p = await suite.c.patch(`/api/v1/webhooks/${w.id}`, { events: ['user.identified', 'experiment.exposure'], enabled: false, url: rx.url('/crud2') }, suite.t.console);
     assert.equal(p.status, 200);
     assert.deepEqual(p.body.data.events, ['user.identified', 'experiment.exposure']);
     assert.equal(p.body.data.enabled, false);
     assert.equal(p.body.data.url, rx.url('/crud2'));
 
-    assert.equal((await c.del(`/api/v1/webhooks/${w.id}`, t.console)).status, 204);
-    assert.equal((await c.get(`/api/v1/webhooks/${w.id}`, t.console)).status, 404);
-    assert.equal((await c.del(`/api/v1/webhooks/${w.id}`, t.console)).status, 404);
+    assert.equal((await suite.c.del(`/api/v1/webhooks/${w.id}`, suite.t.console)).status, 204);
+    assert.equal((await suite.c.get(`/api/v1/webhooks/${w.id}`, suite.t.console)).status, 404);
+    assert.equal((await suite.c.del(`/api/v1/webhooks/${w.id}`, suite.t.console)).status, 404);
   });
 
   it('refuses ad-network webhooks with 400 webhooks_not_supported', async () => {
@@ -64,10 +56,10 @@ describe('webhook endpoints: configuration', () => {
     assert.equal(r.body.code, 'webhooks_not_supported');
     assert.match(r.body.detail, /not supported for the ad network/i);
     const ok = await create({ url: rx.url(), events: ['onboarding.started'] });
-    const p = await c.patch(`/api/v1/webhooks/${ok.body.data.id}`, { events: ['onboarding.started', 'ad_network.daily_cap_hit'] }, t.console);
+    const p = await suite.c.patch(`/api/v1/webhooks/${ok.body.data.id}`, { events: ['onboarding.started', 'ad_network.daily_cap_hit'] }, suite.t.console);
     assert.equal(p.status, 400);
     assert.equal(p.body.code, 'webhooks_not_supported');
-    await c.del(`/api/v1/webhooks/${ok.body.data.id}`, t.console);
+    await suite.c.del(`/api/v1/webhooks/${ok.body.data.id}`, suite.t.console);
   });
 
   it('validates url and events', async () => {
@@ -88,20 +80,20 @@ describe('webhook endpoints: configuration', () => {
 
   it('is admin+ only, and another app answers 404', async () => {
     const email = `member-${randomUUID()}@example.com`;
-    const m = await c.post('/api/v1/auth/signup', { email, password: 'long enough pw' });
-    assert.equal((await c.post(`/api/v1/organizations/${t.orgId}/members`, { email, role: 'member' }, { authorization: `Bearer ${t.token}` })).status, 201);
-    const asMember = { authorization: `Bearer ${m.body.token}`, 'x-tenant-id': t.orgId, 'x-app-id': t.appId };
+    const m = await suite.c.post('/api/v1/auth/signup', { email, password: 'long enough pw' });
+    assert.equal((await suite.c.post(`/api/v1/organizations/${suite.t.orgId}/members`, { email, role: 'member' }, { authorization: `Bearer ${suite.t.token}` })).status, 201);
+    const asMember = { authorization: `Bearer ${m.body.token}`, 'x-tenant-id': suite.t.orgId, 'x-app-id': suite.t.appId };
     assert.equal((await create({ url: rx.url(), events: ['onboarding.started'] }, asMember)).status, 403);
-    assert.equal((await c.get('/api/v1/webhooks', asMember)).status, 403);
+    assert.equal((await suite.c.get('/api/v1/webhooks', asMember)).status, 403);
 
     const mine = await create({ url: rx.url(), events: ['onboarding.started'] });
-    const other = await createTenant(c);
-    assert.equal((await c.get(`/api/v1/webhooks/${mine.body.data.id}`, other.console)).status, 404);
-    assert.equal((await c.patch(`/api/v1/webhooks/${mine.body.data.id}`, { enabled: false }, other.console)).status, 404);
-    assert.equal((await c.get(`/api/v1/webhooks/${mine.body.data.id}/deliveries`, other.console)).status, 404);
-    assert.equal((await c.del(`/api/v1/webhooks/${mine.body.data.id}`, other.console)).status, 404);
-    assert.ok(!(await c.get('/api/v1/webhooks', other.console)).body.data.some((x: any) => x.id === mine.body.data.id));
-    await c.del(`/api/v1/webhooks/${mine.body.data.id}`, t.console);
+    const other = await createTenant(suite.c);
+    assert.equal((await suite.c.get(`/api/v1/webhooks/${mine.body.data.id}`, other.console)).status, 404);
+    assert.equal((await suite.c.patch(`/api/v1/webhooks/${mine.body.data.id}`, { enabled: false }, other.console)).status, 404);
+    assert.equal((await suite.c.get(`/api/v1/webhooks/${mine.body.data.id}/deliveries`, other.console)).status, 404);
+    assert.equal((await suite.c.del(`/api/v1/webhooks/${mine.body.data.id}`, other.console)).status, 404);
+    assert.ok(!(await suite.c.get('/api/v1/webhooks', other.console)).body.data.some((x: any) => x.id === mine.body.data.id));
+    await suite.c.del(`/api/v1/webhooks/${mine.body.data.id}`, suite.t.console);
   });
 });
 
@@ -110,8 +102,8 @@ describe('fan-out and signed delivery', () => {
     const a = (await create({ url: rx.url('/a'), events: ['onboarding.started', 'user.identified'] })).body.data;
     const b = (await create({ url: rx.url('/b'), events: ['onboarding.started', 'onboarding.completed', 'experiment.exposure', 'user.identified'] })).body.data;
     const off = (await create({ url: rx.url('/off'), events: ['onboarding.started'] })).body.data;
-    await c.patch(`/api/v1/webhooks/${off.id}`, { enabled: false }, t.console);
-    const other = await createTenant(c);
+    await suite.c.patch(`/api/v1/webhooks/${off.id}`, { enabled: false }, suite.t.console);
+    const other = await createTenant(suite.c);
     const foreign = (await create({ url: rx.url('/foreign'), events: ['onboarding.started'] }, other.console)).body.data;
 
     const started = makeEvent({ event_name: 'onboarding_flow_started', properties: { flow_id: 'f1' } });
@@ -121,7 +113,7 @@ describe('fan-out and signed delivery', () => {
     const noConsent = makeEvent({ event_name: 'onboarding_flow_started', privacy: { consent: { analytics: false } } });
     assert.equal((await ingest([started, completed, exposure, plain, noConsent])).status, 202);
     const anon = randomUUID();
-    const idr = await c.post('/api/v1/ingest/identify', { anon_id: anon, user_id: 'u-42', ts_ms: 1_700_000_000_000, traits: { plan: 'pro' } }, { 'x-api-key': t.live.public_key });
+    const idr = await suite.c.post('/api/v1/ingest/identify', { anon_id: anon, user_id: 'u-42', ts_ms: 1_700_000_000_000, traits: { plan: 'pro' } }, { 'x-api-key': suite.t.live.public_key });
     assert.equal(idr.status, 202);
 
     await waitFor(() => rx.at('/b').length >= 4 && rx.at('/a').length >= 2, 'deliveries to a and b');
@@ -136,13 +128,13 @@ describe('fan-out and signed delivery', () => {
     const s = rx.at('/b').find((r) => r.json.type === 'onboarding.started')!;
     assert.deepEqual(Object.keys(s.json), ['type', 'timestamp', 'data']);
     assert.ok(!Number.isNaN(Date.parse(s.json.timestamp)));
-    assert.equal(s.json.data.app_id, t.appId);
+    assert.equal(s.json.data.app_id, suite.t.appId);
     assert.equal(s.json.data.event.event_id, started.event_id);
     assert.deepEqual(s.json.data.event.properties, { flow_id: 'f1' });
     assert.equal(s.headers['content-type'], 'application/json');
     assert.match(String(s.headers['webhook-signature']), /^v1,[A-Za-z0-9+/=]+$/);
     const ident = rx.at('/b').find((r) => r.json.type === 'user.identified')!;
-    assert.deepEqual(ident.json.data, { app_id: t.appId, anon_id: anon, user_id: 'u-42', traits: { plan: 'pro' }, ts_ms: 1_700_000_000_000 });
+    assert.deepEqual(ident.json.data, { app_id: suite.t.appId, anon_id: anon, user_id: 'u-42', traits: { plan: 'pro' }, ts_ms: 1_700_000_000_000 });
 
     // Give stragglers a chance to (wrongly) arrive before asserting absence.
     await new Promise((r) => setTimeout(r, 400));
@@ -152,7 +144,7 @@ describe('fan-out and signed delivery', () => {
     assert.equal(rx.at('/foreign').length, 0, "another app's endpoint gets nothing");
     assert.equal(rx.received.filter((r) => r.json?.data?.event?.event_id === noConsent.event_id).length, 0, 'consent=false never leaves');
 
-    const log = await c.get(`/api/v1/webhooks/${b.id}/deliveries`, t.console);
+    const log = await suite.c.get(`/api/v1/webhooks/${b.id}/deliveries`, suite.t.console);
     assert.equal(log.status, 200);
     assert.equal(log.body.meta.total, 4);
     for (const d of log.body.data) {
@@ -165,19 +157,19 @@ describe('fan-out and signed delivery', () => {
     }
     const ids = new Set(rx.at('/b').map((r) => r.headers['webhook-id']));
     assert.deepEqual(ids, new Set(log.body.data.map((d: any) => d.id)), 'webhook-id is the delivery id');
-    const paged = await c.get(`/api/v1/webhooks/${b.id}/deliveries?limit=3&offset=3`, t.console);
+    const paged = await suite.c.get(`/api/v1/webhooks/${b.id}/deliveries?limit=3&offset=3`, suite.t.console);
     assert.equal(paged.body.data.length, 1);
     assert.deepEqual(paged.body.meta, { total: 4, limit: 3, offset: 3, hasMore: false });
-    const one = await c.get(`/api/v1/webhooks/${b.id}/deliveries/${log.body.data[0].id}`, t.console);
+    const one = await suite.c.get(`/api/v1/webhooks/${b.id}/deliveries/${log.body.data[0].id}`, suite.t.console);
     assert.equal(one.status, 200);
     assert.equal(typeof one.body.data.body, 'string');
-    assert.equal((await c.get(`/api/v1/webhooks/${a.id}/deliveries/${log.body.data[0].id}`, t.console)).status, 404, 'delivery of another endpoint');
+    assert.equal((await suite.c.get(`/api/v1/webhooks/${a.id}/deliveries/${log.body.data[0].id}`, suite.t.console)).status, 404, 'delivery of another endpoint');
     assert.equal(foreign.enabled, true);
   });
 
   it('signs with both the old and the new secret for 24 h after a rotation', async () => {
     const w = (await create({ url: rx.url('/rot'), events: ['onboarding.completed'] })).body.data;
-    const rot = await c.post(`/api/v1/webhooks/${w.id}/rotate-secret`, {}, t.console);
+    const rot = await suite.c.post(`/api/v1/webhooks/${w.id}/rotate-secret`, {}, suite.t.console);
     assert.equal(rot.status, 200);
     const fresh = rot.body.data.secret;
     assert.match(fresh, /^whsec_/);
@@ -190,7 +182,7 @@ describe('fan-out and signed delivery', () => {
     verify(fresh, r);
     verify(w.secret, r);
     // Once the overlap is over only the new secret signs.
-    await server.db.query(`UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 s' WHERE id = $1`, [w.id]);
+    await suite.server.db.query(`UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 s' WHERE id = $1`, [w.id]);
     await ingest([makeEvent({ event_name: 'onboarding_flow_completed' })]);
     await waitFor(() => rx.at('/rot').length >= 2, 'second delivery');
     const second = rx.at('/rot')[1];
@@ -202,15 +194,15 @@ describe('fan-out and signed delivery', () => {
   it('sends an export callback durably through the same machinery, body exactly as given', async () => {
     // The export module calls this function; here it is driven directly against the test database.
     const svc = createWebhookService({
-      db: server.db,
-      store: createWebhookStore(server.db),
-      activity: createActivityStore(server.db),
+      db: suite.server.db,
+      store: createWebhookStore(suite.server.db),
+      activity: createActivityStore(suite.server.db),
       allowPrivateTargets: true,
       scheduleS: [1, 1, 1],
     });
     rx.respond((r, n) => (r.path === '/cb' && n === 1 ? { status: 500 } : { status: 200 }));
     const body = { export_id: randomUUID(), status: 'completed', download_url: '/api/v1/sdk/events/export/bulk/x/download', nested: { b: 1, a: [2] } };
-    await svc.sendCallback({ tenantId: t.orgId, appId: t.appId }, { url: rx.url('/cb'), secret: 'whsec_' + Buffer.from('callback-secret-callback').toString('base64'), eventType: 'export.completed', body });
+    await svc.sendCallback({ tenantId: suite.t.orgId, appId: suite.t.appId }, { url: rx.url('/cb'), secret: 'whsec_' + Buffer.from('callback-secret-callback').toString('base64'), eventType: 'export.completed', body });
     await waitFor(() => rx.at('/cb').length >= 2, 'callback retried and delivered', 10_000);
     rx.respond(() => ({ status: 200 }));
     const [first, second] = rx.at('/cb');
@@ -218,7 +210,7 @@ describe('fan-out and signed delivery', () => {
     assert.equal(second.body, JSON.stringify(body));
     assert.equal(first.headers['webhook-id'], second.headers['webhook-id']);
     verify('whsec_' + Buffer.from('callback-secret-callback').toString('base64'), second);
-    const row = await waitFor(async () => (await server.db.query(`SELECT status, attempts, kind, endpoint_id FROM webhook_deliveries WHERE id = $1 AND status = 'succeeded'`, [first.headers['webhook-id']])).rows[0], 'callback row');
+    const row = await waitFor(async () => (await suite.server.db.query(`SELECT status, attempts, kind, endpoint_id FROM webhook_deliveries WHERE id = $1 AND status = 'succeeded'`, [first.headers['webhook-id']])).rows[0], 'callback row');
     assert.deepEqual(row, { status: 'succeeded', attempts: 2, kind: 'callback', endpoint_id: null });
   });
 });
