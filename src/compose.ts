@@ -10,6 +10,8 @@ import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
 import { createActivityStore } from './modules/activity/store.js';
 import { createAdNetworkModule } from './modules/ad-network/index.js';
+import { createFunnelAnswers } from './modules/analytics/funnel-answers.js';
+import { createFunnelStore } from './modules/analytics/funnel-store.js';
 import { createRollupRunner, kickRollupChain, rollupJobHandler } from './modules/analytics/jobs.js';
 import { createAnalyticsReadModel } from './modules/analytics/read-model.js';
 import { analyticsRoutes } from './modules/analytics/routes.js';
@@ -150,7 +152,10 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
 
   // Analytics: a self-rescheduling fold job feeds the rollups the dashboard endpoints read.
   const rollups = createRollupRunner({ store: createRollupStore(db) });
-  const analytics = createAnalyticsService({ db, read: createAnalyticsReadModel(db), runner: rollups });
+  const analyticsRead = createAnalyticsReadModel(db);
+  const funnels = createFunnelAnswers({ db, read: analyticsRead, store: createFunnelStore(db), refreshS: config.funnelRefreshS });
+  const analytics = createAnalyticsService({ read: analyticsRead, runner: rollups, funnels });
+  const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
 
   const plugins: FastifyPluginAsync[] = [
@@ -177,7 +182,11 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
     'ad-network.sync': () => adNetwork.sync.runAll((msg, err) => adNetworkLog.warn({ err }, msg)),
     ...webhookJobs({ queue: webhookQueue }),
     ...exportJobs.handlers,
-    'analytics.rollup': rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS }),
+    // After each fold, the funnel answers it made stale (paced by ANALYTICS_FUNNEL_REFRESH_S).
+    'analytics.rollup': async () => {
+      await rollupJob();
+      await funnels.refresh();
+    },
   };
 
   const close = async () => {

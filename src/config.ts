@@ -27,6 +27,8 @@ export interface Config {
   /** How often the webhook delivery worker polls for outbox rows and due deliveries (WEBHOOK_POLL_MS). */
   webhookPollMs: number;
   rollupIntervalS: number;
+  /** Pacing of the worker's funnel-answer refresh; a stored answer serves for up to twice this after its data changed. */
+  funnelRefreshS: number;
   exportTtlHours: number;
   adNetwork: {
     authUrl: string;
@@ -108,6 +110,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookRetryScheduleS: schedule,
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 500, 10, 60_000),
     rollupIntervalS: int(env, 'ROLLUP_INTERVAL_S', 60, 1, 86400),
+    funnelRefreshS: int(env, 'ANALYTICS_FUNNEL_REFRESH_S', 60, 1, 86400),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',

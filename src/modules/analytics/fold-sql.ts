@@ -112,9 +112,94 @@ INSERT INTO an_flag_hist (tenant_id, app_id, environment, day, platform, country
 SELECT tenant_id, app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), bit,
        coalesce(day - prev, 100000), ${sign}count(*)::int
   FROM (SELECT y.tenant_id, y.app_id, y.environment, y.day, y.platform, y.country, f.bit,
-               lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id, f.bit ORDER BY y.day) AS prev
+               lag(y.day) OVER (PARTITION BY y.anon_id, y.app_id, y.environment, f.bit ORDER BY y.day) AS prev
           FROM an_fr r JOIN an_device_days y ON y.app_id = r.app_id AND y.environment = r.environment AND y.anon_id = r.anon_id
          CROSS JOIN unnest('{${bits}}'::int[]) AS f(bit) WHERE y.flags & f.bit <> 0) z
  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
 ON CONFLICT (app_id, environment, day, platform, country, flag, gap) DO UPDATE SET n = an_flag_hist.n + EXCLUDED.n`;
 }
+
+/*
+ * Sort keys: every grouping / window / DISTINCT ON of the fold names the random uuid (anon_id,
+ * session_id) FIRST. PostgreSQL sorts on abbreviated keys of the leading column only; with the
+ * near-constant tenant_id, app_id, environment leading, every comparison fell through three
+ * equal columns (measured: a 500k-row sort 1.4 s -> 0.26 s). Within one (app, environment) the
+ * groups are the same, so no result changes.
+ */
+
+/**
+ * The batch's sessions with the stored extent of those that exist (read after a moved device's
+ * sessions took its new platform/country) and the device's platform/country for new ones. The
+ * session's device is the one of its earliest event in the batch, as before.
+ */
+export const STAGE_SESSIONS = `
+CREATE TEMP TABLE an_sv ON COMMIT DROP AS
+SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, v.s, v.e, v.sd, v.ed,
+       (y.session_id IS NOT NULL) AS existed,
+       CASE WHEN y.session_id IS NULL THEN d.platform ELSE y.platform END AS platform,
+       CASE WHEN y.session_id IS NULL THEN d.country ELSE y.country END AS country,
+       y.start_ts AS o_s, y.end_ts AS o_e, y.start_day AS o_sd, y.end_day AS o_ed
+  FROM (SELECT session_id, app_id, environment, tenant_id, (array_agg(anon_id ORDER BY ts))[1] AS anon_id,
+               min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
+          FROM an_ev WHERE session_id IS NOT NULL GROUP BY session_id, app_id, environment, tenant_id) v
+  -- an_dev holds every batch device with its final platform/country (the values an_devices got).
+  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+  LEFT JOIN an_sessions y ON y.app_id = v.app_id AND y.environment = v.environment AND y.session_id = v.session_id`;
+
+/** Existing sessions (the rare case in ingestion order) widen to cover the batch's events. */
+export const UPDATE_SESSIONS = `
+UPDATE an_sessions t SET start_ts = least(t.start_ts, v.s), end_ts = greatest(t.end_ts, v.e),
+       start_day = least(t.start_day, v.sd), end_day = greatest(t.end_day, v.ed)
+  FROM an_sv v
+ WHERE v.existed AND t.app_id = v.app_id AND t.environment = v.environment AND t.session_id = v.session_id`;
+
+/**
+ * New sessions: a plain insert (no speculative insertion, no RETURNING; an_sv says which are new and
+ * the fold is the only writer, serialised by the watermark row lock), in primary-key order
+ * within one app.
+ */
+export const INSERT_SESSIONS = `
+INSERT INTO an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)
+SELECT tenant_id, app_id, environment, session_id, anon_id, platform, country, s, e, sd, ed
+  FROM an_sv WHERE NOT existed ORDER BY session_id, app_id, environment`;
+
+/** Histogram delta of the staged sessions: new ones enter; existing ones leave their old cell for the widened one. */
+export const SESSION_HIST = `
+INSERT INTO an_session_hist (tenant_id, app_id, environment, start_day, end_day, platform, country, n, dur)
+SELECT tenant_id, app_id, environment, sd, ed, coalesce(platform, 'unknown'), coalesce(country, 'unknown'),
+       sum(sg)::int, coalesce(sum(sg * extract(epoch FROM e - s)), 0)::float8
+  FROM (SELECT tenant_id, app_id, environment, platform, country,
+               CASE WHEN existed THEN least(sd, o_sd) ELSE sd END AS sd, CASE WHEN existed THEN greatest(ed, o_ed) ELSE ed END AS ed,
+               CASE WHEN existed THEN least(s, o_s) ELSE s END AS s, CASE WHEN existed THEN greatest(e, o_e) ELSE e END AS e, 1 AS sg
+          FROM an_sv
+        UNION ALL
+        SELECT tenant_id, app_id, environment, platform, country, o_sd, o_ed, o_s, o_e, -1 FROM an_sv WHERE existed) y
+ GROUP BY tenant_id, app_id, environment, sd, ed, platform, country
+ HAVING sum(sg) <> 0 OR sum(sg * extract(epoch FROM e - s)) <> 0
+ON CONFLICT (app_id, environment, start_day, end_day, platform, country) DO UPDATE
+   SET n = an_session_hist.n + EXCLUDED.n, dur = an_session_hist.dur + EXCLUDED.dur`;
+
+/**
+ * The batch's device-days the table does not have yet, with their previous active day. For
+ * in-order devices that is the latest of the stored last day and the batch's earlier days (the
+ * batch's days that already exist are all <= the stored last day, so leaving them out of the lag
+ * changes nothing); late devices are recomputed from their full history afterwards.
+ */
+export const STAGE_NEW_DAYS = `
+CREATE TEMP TABLE an_ddn ON COMMIT DROP AS
+SELECT v.tenant_id, v.app_id, v.environment, v.day, v.anon_id, d.platform, d.country, v.n, v.flags, d.late,
+       greatest(lag(v.day) OVER (PARTITION BY v.anon_id, v.app_id, v.environment ORDER BY v.day), d.old_last) AS prev_day
+  FROM an_dd v JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+ WHERE v.is_new`;
+
+/** Days the table already has gain the batch's events and flags. */
+export const UPDATE_OLD_DAYS = `
+UPDATE an_device_days t SET events = t.events + v.n, flags = t.flags | v.flags
+  FROM an_dd v
+ WHERE NOT v.is_new AND t.app_id = v.app_id AND t.environment = v.environment AND t.day = v.day AND t.anon_id = v.anon_id`;
+
+/** A plain insert of the new days, by day then device: within one app the primary-key order, so the index is walked once. */
+export const INSERT_NEW_DAYS = `
+INSERT INTO an_device_days (tenant_id, app_id, environment, day, anon_id, platform, country, events, flags, prev_day)
+SELECT tenant_id, app_id, environment, day, anon_id, platform, country, n, flags, prev_day
+  FROM an_ddn ORDER BY day, anon_id, app_id, environment`;

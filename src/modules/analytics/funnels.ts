@@ -52,56 +52,63 @@ export function resolveSteps(name: string, overrides: unknown): FunnelStep[] {
 }
 
 /**
- * Users per step over the rollup table an_steps: entry = earliest step-1 event in the 30 days
- * ending on `date`; step k = earliest step-k event at or after step k-1's, within 7 days of entry
- * (days_after_first steps are exempt: "7 or more days after" cannot also be "within 7 days").
+ * Users per event step over the rollup table an_steps (ad-stats steps are left at 0; see
+ * `withAdSteps`): entry = earliest step-1 event in the 30 days ending on `date`; step k = earliest
+ * step-k event at or after step k-1's, within 7 days of entry (days_after_first steps are exempt:
+ * "7 or more days after" cannot also be "within 7 days").
  */
 export async function funnelCounts(db: Queryable, scope: Scope, env: Env, tz: string, date: string, steps: FunnelStep[]): Promise<number[]> {
   const eventSteps = steps.map((s, i) => ({ s, i })).filter((x) => !x.s.source);
   const counts = steps.map(() => 0);
-  if (steps.some((s) => s.source) && env === 'production') {
-    const ads = await adTotals(db, scope, date);
-    steps.forEach((s, i) => {
-      if (s.source === 'ad_impressions') counts[i] = ads.impressions;
-      if (s.source === 'ad_swipes') counts[i] = ads.swipes;
-    });
-  }
   if (eventSteps.length === 0) return counts;
   const params: unknown[] = [scope.tenantId, scope.appId, env, date, tz];
   const p = (v: unknown) => `$${params.push(v)}`;
-  const base = `s.tenant_id = $1 AND s.app_id = $2 AND s.environment = $3`;
+  const base = (x: string) => `${x}.tenant_id = $1 AND ${x}.app_id = $2 AND ${x}.environment = $3`;
   const ctes: string[] = [];
+  // Each step's rows are read once, as a primary-key range (event, day span), and joined to the
+  // previous step's users by hash: a per-user index probe costs more than reading the range once.
+  // Entry is in the 30 days ending on $4 and later steps within 8 days of it, so no step row before
+  // $4 - 31 or after $4 + 9 can match (days_after_first steps are unbounded after).
   eventSteps.forEach(({ s }, k) => {
     const name = p(s.event);
     if (k === 0) {
       ctes.push(
         s.match === 'first_ever'
-          ? `f0 AS (SELECT s.anon_id, min(s.tss[1]) AS t1 FROM an_steps s WHERE ${base} AND s.event_name = ${name}
-               GROUP BY s.anon_id HAVING min(s.day) BETWEEN $4::date - 29 AND $4::date)`
-          : `f0 AS (SELECT s.anon_id, min(s.tss[1]) AS t1 FROM an_steps s WHERE ${base} AND s.event_name = ${name}
+          ? // First ever: no row of that event on an earlier day (one anti-join against the earlier rows).
+            `f0 AS (SELECT s.anon_id, min(s.tss[1]) AS t1 FROM an_steps s WHERE ${base('s')} AND s.event_name = ${name}
+               AND s.day BETWEEN $4::date - 29 AND $4::date
+               AND NOT EXISTS (SELECT 1 FROM an_steps z WHERE ${base('z')} AND z.event_name = ${name} AND z.day < $4::date - 29 AND z.anon_id = s.anon_id)
+               GROUP BY s.anon_id)`
+          : `f0 AS (SELECT s.anon_id, min(s.tss[1]) AS t1 FROM an_steps s WHERE ${base('s')} AND s.event_name = ${name}
                AND s.day BETWEEN $4::date - 29 AND $4::date GROUP BY s.anon_id)`,
       );
-      ctes.push(`g0 AS (SELECT anon_id, t1, t1 AS tp, (t1 AT TIME ZONE $5)::date AS d1 FROM f0)`);
+      ctes.push(`g0 AS MATERIALIZED (SELECT anon_id, t1, t1 AS tp, (t1 AT TIME ZONE $5)::date AS d1 FROM f0)`);
       return;
     }
     let cond: string;
     if (s.match === 'days_after_first') cond = `s.day >= g.d1 + ${s.days ?? 7} AND t >= g.tp`;
     else if (s.match === 'later_day') cond = `s.day > (g.tp AT TIME ZONE $5)::date AND s.day <= g.d1 + 8 AND t <= g.t1 + interval '7 days'`;
     else if (s.match === 'first_ever') cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'
-      AND NOT EXISTS (SELECT 1 FROM an_steps z WHERE z.app_id = $2 AND z.environment = $3 AND z.anon_id = g.anon_id AND z.event_name = ${name} AND z.day < s.day)
+      AND NOT EXISTS (SELECT 1 FROM an_steps z WHERE ${base('z')} AND z.anon_id = g.anon_id AND z.event_name = ${name} AND z.day < s.day)
       AND t = s.tss[1]`;
     else cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'`;
-    // Redundant day bounds (entry is in the 30 days ending on $4, later steps within 8 days of it)
-    // let the join read a primary-key range of the step's rows instead of all of them.
-    const bound = s.match === 'days_after_first' ? `s.day >= $4::date - 31` : `s.day BETWEEN $4::date - 31 AND $4::date + 9`;
-    ctes.push(`g${k} AS (SELECT g.anon_id, g.t1, g.d1, min(t) AS tp FROM g${k - 1} g
-      JOIN an_steps s ON ${base} AND s.anon_id = g.anon_id AND s.event_name = ${name} AND ${bound}
+    const bound = s.match === 'days_after_first' ? `x.day >= $4::date - 31` : `x.day BETWEEN $4::date - 31 AND $4::date + 9`;
+    ctes.push(`s${k} AS MATERIALIZED (SELECT x.anon_id, x.day, x.tss FROM an_steps x WHERE ${base('x')} AND x.event_name = ${name} AND ${bound})`);
+    ctes.push(`g${k} AS MATERIALIZED (SELECT g.anon_id, g.t1, g.d1, min(t) AS tp FROM g${k - 1} g
+      JOIN s${k} s ON s.anon_id = g.anon_id
       CROSS JOIN LATERAL unnest(s.tss) AS t WHERE ${cond} GROUP BY g.anon_id, g.t1, g.d1)`);
   });
   const sql = `WITH ${ctes.join(',\n')} SELECT ${eventSteps.map((_, k) => `(SELECT count(*)::int FROM g${k}) AS c${k}`).join(', ')}`;
   const { rows } = await db.query<Record<string, number>>(sql, params);
   eventSteps.forEach(({ i }, k) => (counts[i] = rows[0][`c${k}`]));
   return counts;
+}
+
+/** Fills the ad-stats steps (impressions, swipes) of a funnel's counts; read live, they change without events. */
+export async function withAdSteps(db: Queryable, scope: Scope, env: Env, date: string, steps: FunnelStep[], users: number[]): Promise<number[]> {
+  if (!steps.some((s) => s.source)) return users;
+  const ads = env === 'production' ? await adTotals(db, scope, date) : { impressions: 0, swipes: 0 };
+  return steps.map((s, i) => (s.source === 'ad_impressions' ? ads.impressions : s.source === 'ad_swipes' ? ads.swipes : users[i]));
 }
 
 /**

@@ -52,9 +52,12 @@ export const EMPTY_RAW: Raw = Object.freeze({
   paid_usd: 0, paid_n: 0, refund_usd: 0, refund_n: 0, mrr: 0, t_c7: 0, t_p7: 0, t_c30: 0, t_p30: 0,
 }) as Raw;
 
-// $1 tenant, $2 app, $3 environment, $4 bucket starts, $5 bucket ends, $6 platform filter, $7 today.
-// Every statement mentions all seven parameters (the protocol refuses unused ones).
-const B = `b AS (SELECT s, e, i::int AS i FROM unnest($4::date[], $5::date[]) WITH ORDINALITY AS u(s, e, i) WHERE $7::date IS NOT NULL)`;
+// $1 tenant, $2 app, $3 environment, $4 bucket starts, $5 bucket ends, $6 platform filter, $7 today,
+// $8 earliest bucket start, $9 latest bucket end, $10 earliest bucket end. The range bounds are
+// parameters, not sub-selects over the buckets, so the planner sizes each range scan from real values.
+// Every statement mentions all parameters (the protocol refuses unused ones).
+const B = `b AS (SELECT s, e, i::int AS i FROM unnest($4::date[], $5::date[]) WITH ORDINALITY AS u(s, e, i)
+  WHERE $7::date IS NOT NULL AND $8::date IS NOT NULL AND $9::date IS NOT NULL AND $10::date IS NOT NULL)`;
 const F = (x: string) => `${x}.tenant_id = $1 AND ${x}.app_id = $2 AND ${x}.environment = $3 AND ($6::text IS NULL OR ${x}.platform = $6)`;
 const seg = (s: Segment, x: string) => (s === 'overall' ? `''` : `coalesce(${x}.${s}, 'unknown')`);
 // Distinct users over [s, e] = device-day rows in it whose previous active day is before s. The
@@ -62,7 +65,7 @@ const seg = (s: Segment, x: string) => (s === 'overall' ? `''` : `coalesce(${x}.
 const hist = (s: Segment, back: number) => `h AS (
   SELECT x.day, ${seg(s, 'x')} AS seg, x.gap, sum(x.n)::int AS n
     FROM an_active_hist x
-   WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) - ${back} AND (SELECT max(e) FROM b)
+   WHERE ${F('x')} AND x.day BETWEEN $8::date - ${back} AND $9::date
    GROUP BY 1, 2, 3)`;
 
 // Every (bucket, day) pair: per-day cells then join on day equality (a hash join) instead of a
@@ -89,7 +92,7 @@ export function familySql(f: Family, s: Segment): string {
         .join(', ');
       return `WITH ${B}, ${BD}, h AS (
           SELECT x.day, ${g} AS seg, x.flag, x.gap, sum(x.n)::int AS n FROM an_flag_hist x
-           WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3, 4)
+           WHERE ${F('x')} AND x.day BETWEEN $8::date AND $9::date GROUP BY 1, 2, 3, 4)
         SELECT bd.i, h.seg, ${cols} FROM bd JOIN h ON h.day = bd.day GROUP BY 1, 2`;
     }
     case 'new': {
@@ -99,7 +102,7 @@ export function familySql(f: Family, s: Segment): string {
         coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n} AND d.mask & ${bit} <> 0), 0)::int AS r${n}`)
         .join(',\n        ');
       const cells = (t: string, col: string) => `SELECT x.first_day, ${g} AS seg, x.${col}, sum(x.n)::int AS n FROM ${t} x
-           WHERE ${F('x')} AND x.first_day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3`;
+           WHERE ${F('x')} AND x.first_day BETWEEN $8::date AND $9::date GROUP BY 1, 2, 3`;
       return `WITH ${B}, d AS (${cells('an_cohort_hist', 'ret_mask AS mask')}),
         o AS (${cells('an_onb_hist', 'onb_off')}),
         nu AS (SELECT b.i, d.seg, sum(d.n)::int AS new_users, ${ret}
@@ -113,7 +116,7 @@ export function familySql(f: Family, s: Segment): string {
       return `WITH ${B}, g AS (
           SELECT x.start_day, x.end_day, ${g} AS seg, sum(x.n)::int AS n, sum(x.dur)::float8 AS dur
             FROM an_session_hist x
-           WHERE ${F('x')} AND x.start_day BETWEEN (SELECT min(s) FROM b) - 31 AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3)
+           WHERE ${F('x')} AND x.start_day BETWEEN $8::date - 31 AND $9::date GROUP BY 1, 2, 3)
         SELECT b.i, g.seg, coalesce(sum(g.n) FILTER (WHERE g.end_day >= b.s), 0)::int AS sessions,
         coalesce(sum(g.n) FILTER (WHERE g.start_day >= b.s), 0)::int AS started,
         coalesce(sum(g.dur) FILTER (WHERE g.start_day >= b.s), 0)::float8 AS dur
@@ -122,7 +125,7 @@ export function familySql(f: Family, s: Segment): string {
       // One pass over the range's purchases, grouped per day, then per bucket.
       return `WITH ${B}, ${BD}, r AS (
           SELECT x.day, ${g} AS seg, x.kind, sum(x.amount_usd) AS usd, count(*) AS n FROM an_purchases x
-           WHERE ${F('x')} AND x.day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b) GROUP BY 1, 2, 3)
+           WHERE ${F('x')} AND x.day BETWEEN $8::date AND $9::date GROUP BY 1, 2, 3)
         SELECT bd.i, r.seg,
         coalesce(sum(r.usd) FILTER (WHERE r.kind = 'paid'), 0)::float8 AS paid_usd,
         coalesce(sum(r.n) FILTER (WHERE r.kind = 'paid'), 0)::int AS paid_n,
@@ -134,28 +137,34 @@ export function familySql(f: Family, s: Segment): string {
       return `WITH ${B}, p AS (
           SELECT x.day, x.period_end, ${g} AS seg, sum(x.mrr_usd) AS mrr FROM an_purchases x
            WHERE ${F('x')} AND x.kind = 'paid' AND x.mrr_usd IS NOT NULL
-             AND x.day <= (SELECT max(e) FROM b) AND x.period_end > (SELECT min(e) FROM b) GROUP BY 1, 2, 3)
+             AND x.day <= $9::date AND x.period_end > $10::date GROUP BY 1, 2, 3)
         SELECT b.i, p.seg, coalesce(sum(p.mrr), 0)::float8 AS mrr
         FROM b JOIN p ON p.day <= b.e AND p.period_end > b.e GROUP BY 1, 2`;
     case 't2p': {
-      // One look-up per trial (its first paid purchase within 30 x 24 h), not one per bucket and horizon.
+      // Per device, its first trial in the range (none earlier: one index probe each); its first paid
+      // purchase within 30 x 24 h comes from one hash join with the range's paid purchases (a paid
+      // purchase is at most 31 days after the trial's day). Trials are counted per day, then per bucket.
       const conv = [7, 30]
-        .map((n) => `count(*) FILTER (WHERE x.day <= $7::date - ${n})::int AS t_c${n},
-        count(*) FILTER (WHERE x.day <= $7::date - ${n} AND x.fp <= x.ts + interval '${n * 24} hours')::int AS t_p${n}`)
+        .map((n) => `coalesce(sum(d.n) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_c${n},
+        coalesce(sum(d.p${n}) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_p${n}`)
         .join(',\n        ');
-      return `WITH ${B}, t AS (
-          SELECT x.anon_id, x.platform, x.country, min(x.ts) AS ts, min(x.day) AS day
+      return `WITH ${B}, ${BD},
+        t AS (SELECT x.anon_id, ${g} AS seg, min(x.ts) AS ts, min(x.day) AS day
             FROM an_purchases x
-           WHERE ${F('x')} AND x.kind = 'trial' AND x.day BETWEEN (SELECT min(s) FROM b) AND (SELECT max(e) FROM b)
-           GROUP BY 1, 2, 3
-          -- only a device's first trial counts: none before the earliest bucket
+           WHERE ${F('x')} AND x.kind = 'trial' AND x.day BETWEEN $8::date AND $9::date
+           GROUP BY 1, 2
           HAVING NOT EXISTS (SELECT 1 FROM an_purchases p WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = x.anon_id
-                               AND p.kind = 'trial' AND p.day < (SELECT min(s) FROM b))),
-        y AS MATERIALIZED (SELECT t.*, (SELECT min(p.ts) FROM an_purchases p
-          WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = t.anon_id AND p.kind = 'paid'
-            AND p.ts >= t.ts AND p.ts <= t.ts + interval '720 hours') AS fp FROM t)
-        SELECT b.i, ${g} AS seg, ${conv}
-        FROM b JOIN y x ON x.day BETWEEN b.s AND b.e GROUP BY 1, 2`;
+                               AND p.kind = 'trial' AND p.day < $8::date)),
+        pd AS (SELECT x.anon_id, x.ts FROM an_purchases x
+           WHERE x.tenant_id = $1 AND x.app_id = $2 AND x.environment = $3 AND x.kind = 'paid'
+             AND x.day BETWEEN $8::date AND $9::date + 31),
+        y AS (SELECT t.day, t.seg, t.ts, min(pd.ts) AS fp FROM t
+           LEFT JOIN pd ON pd.anon_id = t.anon_id AND pd.ts >= t.ts AND pd.ts <= t.ts + interval '720 hours'
+           GROUP BY t.anon_id, 1, 2, 3),
+        d AS (SELECT day, seg, count(*) AS n, count(*) FILTER (WHERE fp <= ts + interval '168 hours') AS p7,
+                     count(*) FILTER (WHERE fp IS NOT NULL) AS p30 FROM y GROUP BY 1, 2)
+        SELECT bd.i, d.seg, ${conv}
+        FROM bd JOIN d ON d.day = bd.day GROUP BY 1, 2`;
     }
   }
 }
@@ -185,7 +194,11 @@ export function createAnalyticsReadModel(db: Queryable) {
     async aggregates(scope: Scope, q: Query, families: Set<Family>): Promise<Map<string, Raw>> {
       const out = new Map<string, Raw>();
       if (q.buckets.length === 0) return out;
-      const params = [scope.tenantId, scope.appId, q.env, q.buckets.map((b) => b.s), q.buckets.map((b) => b.e), q.platform, q.today];
+      const starts = q.buckets.map((b) => b.s);
+      const ends = q.buckets.map((b) => b.e);
+      const min = (xs: string[]) => xs.reduce((a, b) => (b < a ? b : a));
+      const max = (xs: string[]) => xs.reduce((a, b) => (b > a ? b : a));
+      const params = [scope.tenantId, scope.appId, q.env, starts, ends, q.platform, q.today, min(starts), max(ends), min(ends)];
       const results = await Promise.all([...families].map((f) => db.query(familySql(f, q.segment), params)));
       for (const { rows } of results) {
         for (const r of rows as Record<string, number | string>[]) {

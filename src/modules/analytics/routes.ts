@@ -117,7 +117,12 @@ export const analyticsRoutes =
         params: FunnelName,
         querystring: Type.Object(EnvQ),
         response: {
-          200: Type.Object({ funnel_name: Type.String(), steps: Type.Array(FunnelStepOut), date: Type.String() }),
+          200: Type.Object({
+            funnel_name: Type.String(),
+            steps: Type.Array(FunnelStepOut),
+            date: Type.String(),
+            computed_at: Type.String({ format: 'date-time', description: 'When these counts were computed (answers are materialized by the worker; see docs/analytics.md)' }),
+          }),
           ...errors(400, 401, 403, 404),
         },
       },

@@ -1,8 +1,8 @@
-import type { Db } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import { invalid, notFound } from '../../http/errors.js';
 import { addDays, addMonths, buckets, compareWindow, diffDays, isDate, type CompareMode, type Granularity } from './dates.js';
-import { FUNNELS, funnelCounts, funnelSteps, resolveSteps, type FunnelStep } from './funnels.js';
+import type { FunnelAnswers } from './funnel-answers.js';
+import { FUNNELS, funnelSteps, type FunnelStep } from './funnels.js';
 import type { RollupRunner } from './jobs.js';
 import { change, familiesFor, isMetric, METRICS, metricExact, metricValue, round2, type Metric } from './metrics.js';
 import { EMPTY_RAW, type AnalyticsReadModel, type Env, type Segment } from './read-model.js';
@@ -45,7 +45,7 @@ export function relativeTime(then: Date, now = new Date()): string {
 /** Calendar date of an instant in a timezone. */
 const dateIn = (d: Date, tz: string) => new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(d);
 
-export function createAnalyticsService({ db, read, runner }: { db: Db; read: AnalyticsReadModel; runner: RollupRunner }) {
+export function createAnalyticsService({ read, runner, funnels }: { read: AnalyticsReadModel; runner: RollupRunner; funnels: FunnelAnswers }) {
   async function context(scope: Scope) {
     const ctx = await read.context(scope);
     if (!ctx) throw notFound('App');
@@ -53,7 +53,12 @@ export function createAnalyticsService({ db, read, runner }: { db: Db; read: Ana
   }
 
   return {
-    runRollup: () => runner.run(),
+    /** One fold, then the funnel answers it made stale (the admin endpoint: the pipeline settled now). */
+    async runRollup() {
+      const r = await runner.run();
+      await funnels.refresh(true);
+      return r;
+    },
 
     async kpis(scope: Scope, q: { start_date?: string; end_date?: string; compare?: CompareMode; platform?: string; environment?: Env }) {
       const ctx = await context(scope);
@@ -127,11 +132,8 @@ export function createAnalyticsService({ db, read, runner }: { db: Db; read: Ana
 
     async funnel(scope: Scope, name: string, env: Env = 'production') {
       if (!Object.hasOwn(FUNNELS, name)) throw notFound('Funnel');
-      const ctx = await context(scope);
-      const steps = resolveSteps(name, await read.funnelExtra(scope));
-      const date = (await read.latestDay(scope, env)) ?? ctx.today;
-      const users = await funnelCounts(db, scope, env, ctx.timezone, date, steps);
-      return { funnel_name: name, steps: funnelSteps(steps, users), date };
+      const r = await funnels.answer(scope, env, name, await context(scope));
+      return { funnel_name: name, steps: funnelSteps(r.steps, r.users), date: r.date, computed_at: r.computed_at.toISOString() };
     },
 
     async setFunnel(scope: Scope, name: string, steps: FunnelStep[] | null) {

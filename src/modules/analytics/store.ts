@@ -1,6 +1,11 @@
 import type { Db, Queryable, Tx } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import { cohortDelta, FLAG, flagDelta, funnelEventNames, histDelta, sessionDelta, stageSql } from './fold-sql.js';
+import { bumpAppVersions } from './funnel-store.js';
+import {
+  cohortDelta, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta,
+  STAGE_NEW_DAYS, STAGE_SESSIONS, stageSql, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
+} from './fold-sql.js';
+import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
 
 export { FLAG };
 
@@ -10,6 +15,11 @@ export { FLAG };
  */
 
 const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
+
+async function count(tx: Tx, sql: string): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(sql);
+  return rows[0].n;
+}
 
 /** Folds the staged events into every rollup table. Returns the number of events folded. */
 async function foldStaged(tx: Tx): Promise<number> {
@@ -46,34 +56,40 @@ SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
        coalesce(o.ret_mask, 0) | (
          SELECT coalesce(bit_or(CASE nd - coalesce(o.first_day, f.day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
                                   WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) FROM unnest(c.new_days) nd) AS ret_mask,
-       least(o.onb_day, c.onb) AS onb_day
-  FROM (SELECT DISTINCT ON (app_id, environment, anon_id) tenant_id, app_id, environment, anon_id, ts, day, platform, country
-          FROM an_ev ORDER BY app_id, environment, anon_id, ts, event_id) f
+       least(o.onb_day, c.onb) AS onb_day,
+       ${FLAG_DEV_COLS}
+  FROM (SELECT DISTINCT ON (anon_id, app_id, environment) tenant_id, app_id, environment, anon_id, ts, day, platform, country
+          FROM an_ev ORDER BY anon_id, app_id, environment, ts, event_id) f
   LEFT JOIN an_devices o ON o.app_id = f.app_id AND o.environment = f.environment AND o.anon_id = f.anon_id
   JOIN (SELECT app_id, environment, anon_id, max(day) AS max_day, min(day) FILTER (WHERE is_new) AS min_new,
-               min(day) FILTER (WHERE flags & ${FLAG.onbStarted} <> 0) AS onb, array_agg(day) FILTER (WHERE is_new) AS new_days
-          FROM an_dd GROUP BY app_id, environment, anon_id) c
+               min(day) FILTER (WHERE flags & ${FLAG.onbStarted} <> 0) AS onb, array_agg(day) FILTER (WHERE is_new) AS new_days,
+               ${FLAG_NEW_AGG}
+          FROM an_dd GROUP BY anon_id, app_id, environment) c
     ON c.app_id = f.app_id AND c.environment = f.environment AND c.anon_id = f.anon_id`);
   await tx.query(`ANALYZE an_dev`);
-  // Flag histogram: devices gaining a flag bit on some day, or moving platform/country, leave it
-  // with their stored flagged days now and re-enter, recomputed, at the end. Other devices' flagged
-  // days keep their gaps (days without flags do not count in a flag's chain).
+  // Flag histogram: devices gaining a flag bit before their latest day with it, or moving
+  // platform/country, leave it with their stored flagged days now and re-enter, recomputed, at the
+  // end. In-order devices add their newly flagged days directly (fold-flags.ts). Other devices'
+  // flagged days keep their gaps (days without flags do not count in a flag's chain).
   await tx.query(`
 CREATE TEMP TABLE an_fr ON COMMIT DROP AS
-SELECT app_id, environment, anon_id FROM an_dd WHERE flags & ~old_flags <> 0
- UNION SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE ${MOVED}`);
+SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE m.flag_slow OR (${MOVED})`);
   await tx.query(`ANALYZE an_fr`);
   await tx.query(flagDelta('-'));
+  await tx.query(flagFast(MOVED));
   // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
   await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
   await tx.query(`
-INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day)
-SELECT tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day FROM an_dev
+INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day,
+                        ${FLAG_LAST_COLS.join(', ')})
+SELECT tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day,
+       ${FLAG_LAST_COLS.join(', ')} FROM an_dev
 ON CONFLICT (app_id, environment, anon_id) DO UPDATE
    SET first_ts = EXCLUDED.first_ts, first_day = EXCLUDED.first_day, platform = EXCLUDED.platform, country = EXCLUDED.country,
-       last_day = EXCLUDED.last_day, ret_mask = EXCLUDED.ret_mask, onb_day = EXCLUDED.onb_day
- WHERE (an_devices.first_ts, an_devices.last_day, an_devices.ret_mask, an_devices.onb_day)
-       IS DISTINCT FROM (EXCLUDED.first_ts, EXCLUDED.last_day, EXCLUDED.ret_mask, EXCLUDED.onb_day)`);
+       last_day = EXCLUDED.last_day, ret_mask = EXCLUDED.ret_mask, onb_day = EXCLUDED.onb_day,
+       ${FLAG_LAST_COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}
+ WHERE (an_devices.first_ts, an_devices.last_day, an_devices.ret_mask, an_devices.onb_day, ${FLAG_LAST_COLS.map((c) => `an_devices.${c}`).join(', ')})
+       IS DISTINCT FROM (EXCLUDED.first_ts, EXCLUDED.last_day, EXCLUDED.ret_mask, EXCLUDED.onb_day, ${FLAG_LAST_COLS.map((c) => `EXCLUDED.${c}`).join(', ')})`);
 
   // A late first event can change the device's platform/country: its copies follow (and its
   // sessions move between histogram cells).
@@ -89,21 +105,12 @@ UPDATE ${table} t SET platform = m.platform, country = m.country
     await tx.query(sessionDelta('+', movedSessions));
   }
 
-  // 3. Device-days. For in-order devices a new day's previous active day is the latest of the
-  // stored last day and the batch's earlier days, so it is written with the row.
-  await tx.query(`
-WITH ins AS (
-INSERT INTO an_device_days (tenant_id, app_id, environment, day, anon_id, platform, country, events, flags, prev_day)
-SELECT v.tenant_id, v.app_id, v.environment, v.day, v.anon_id, d.platform, d.country, v.n, v.flags,
-       greatest(lag(v.day) OVER (PARTITION BY v.app_id, v.environment, v.anon_id ORDER BY v.day), d.old_last)
-  FROM an_dd v JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
- -- In primary-key order: the index is then walked once instead of hit at random.
- ORDER BY v.app_id, v.environment, v.day, v.anon_id
-ON CONFLICT (app_id, environment, day, anon_id) DO UPDATE
-   SET events = an_device_days.events + EXCLUDED.events, flags = an_device_days.flags | EXCLUDED.flags
-RETURNING tenant_id, app_id, environment, day, anon_id, platform, country, prev_day, (xmax = 0) AS inserted)
-${histDelta('+', `ins y JOIN an_dev a ON a.app_id = y.app_id AND a.environment = y.environment AND a.anon_id = y.anon_id
-  WHERE y.inserted AND NOT a.late`).trim()}`);
+  // 3. Device-days: existing days are updated, new ones inserted with their previous active day;
+  // the new days of in-order devices enter the active-user histogram from the staged rows.
+  await tx.query(STAGE_NEW_DAYS);
+  if (await count(tx, `SELECT count(*)::int AS n FROM an_dd WHERE NOT is_new`)) await tx.query(UPDATE_OLD_DAYS);
+  await tx.query(INSERT_NEW_DAYS);
+  await tx.query(histDelta('+', 'an_ddn y WHERE NOT y.late'));
 
   // 4. Late devices: previous-day chain, retention bits and onboarding day from the full history.
   const { rows: lateRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev WHERE late`);
@@ -132,32 +139,15 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
   await tx.query(cohortDelta());
   await tx.query(flagDelta('+'));
 
-  // Sessions, in one statement: every CTE sees the snapshot before the upsert, so `old` holds the
-  // stored extent of the sessions this batch touches. They leave the histogram with it and
-  // re-enter with the upsert's result (one index probe per session instead of three passes).
-  await tx.query(`
-WITH v AS (
-SELECT tenant_id, app_id, environment, session_id, (array_agg(anon_id ORDER BY ts))[1] AS anon_id,
-       min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
-  FROM an_ev WHERE session_id IS NOT NULL GROUP BY tenant_id, app_id, environment, session_id),
-old AS (
-SELECT y.tenant_id, y.app_id, y.environment, y.start_day, y.end_day, y.platform, y.country, y.start_ts, y.end_ts, -1 AS sg
-  FROM v JOIN an_sessions y ON y.app_id = v.app_id AND y.environment = v.environment AND y.session_id = v.session_id),
-ins AS (
-INSERT INTO an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)
-SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, d.platform, d.country, v.s, v.e, v.sd, v.ed
-  FROM v JOIN an_devices d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
-ON CONFLICT (app_id, environment, session_id) DO UPDATE
-   SET start_ts = least(an_sessions.start_ts, EXCLUDED.start_ts), end_ts = greatest(an_sessions.end_ts, EXCLUDED.end_ts),
-       start_day = least(an_sessions.start_day, EXCLUDED.start_day), end_day = greatest(an_sessions.end_day, EXCLUDED.end_day)
-RETURNING tenant_id, app_id, environment, start_day, end_day, platform, country, start_ts, end_ts, 1 AS sg)
-INSERT INTO an_session_hist (tenant_id, app_id, environment, start_day, end_day, platform, country, n, dur)
-SELECT y.tenant_id, y.app_id, y.environment, y.start_day, y.end_day, coalesce(y.platform, 'unknown'), coalesce(y.country, 'unknown'),
-       sum(y.sg)::int, coalesce(sum(y.sg * extract(epoch FROM y.end_ts - y.start_ts)), 0)::float8
-  FROM (SELECT * FROM ins UNION ALL SELECT * FROM old) y
- GROUP BY 1, 2, 3, 4, 5, 6, 7
-ON CONFLICT (app_id, environment, start_day, end_day, platform, country) DO UPDATE
-   SET n = an_session_hist.n + EXCLUDED.n, dur = an_session_hist.dur + EXCLUDED.dur`);
+  // Sessions: the batch's sessions with their stored extent, then update / insert / histogram delta.
+  await tx.query(STAGE_SESSIONS);
+  if (await count(tx, `SELECT count(*)::int AS n FROM an_sv WHERE existed`)) {
+    // Statistics first: unanalyzed, the planner hash-joins the few existing ones with all of an_sessions.
+    await tx.query(`ANALYZE an_sv`);
+    await tx.query(UPDATE_SESSIONS);
+  }
+  await tx.query(INSERT_SESSIONS);
+  await tx.query(SESSION_HIST);
 
   await tx.query(`
 INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
@@ -173,7 +163,9 @@ SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, 
                upper(left(CASE WHEN json_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
                CASE WHEN json_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
           FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
-  JOIN an_devices d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+  -- an_dev (small, analyzed) has the devices' final platform/country; joining the big an_devices
+  -- right after it was emptied (a rebuild, a crash) planned a nested loop of seq scans: minutes.
+  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
   CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
 ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
 
@@ -185,11 +177,14 @@ SELECT tenant_id, app_id, environment, name, day, anon_id, (array_agg(ts ORDER B
   FROM (SELECT tenant_id, app_id, environment, event_name AS name, day, anon_id, ts FROM an_ev WHERE event_name = ANY($1::text[])
         UNION ALL
         SELECT tenant_id, app_id, environment, '$trial', day, anon_id, ts FROM an_ev WHERE flag = ${FLAG.trial}) s
- GROUP BY tenant_id, app_id, environment, name, day, anon_id
+  -- Name, day, device first: abbreviated sort keys, and within one app the primary-key order.
+ GROUP BY name, day, anon_id, app_id, environment, tenant_id
 ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
    SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
              ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`,
     [await funnelEventNames(tx)]);
+  // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
+  await bumpAppVersions(tx);
   return n;
 }
 
