@@ -15,6 +15,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { client, createTenant } from '../test/helpers/client.js';
+import { GENERATE } from './lib/analytics-data.js';
 import { machine, writeResultsSection } from './lib/results.js';
 import { freePort, spawnService } from './lib/service.js';
 
@@ -32,37 +33,6 @@ const DEVICES = Number(values.devices);
 const INGEST_S = Number(values['ingest-seconds']);
 const RATE = Number(values['ingest-rate']);
 const REQUESTS = Number(values.requests);
-
-const GENERATE = `
-INSERT INTO events (tenant_id, app_id, environment, event_id, event_name, ts, anon_id, session_id, platform, country, consent, payload, received_at)
-SELECT $1, $2, 'production', gen_random_uuid(), g.name, g.ts, g.anon, g.sess, g.plat, g.ctry, true,
-       json_build_object('schema_version', 1, 'event_name', g.name, 'ts_ms', (extract(epoch FROM g.ts) * 1000)::bigint,
-         'user', json_build_object('anon_id', g.anon),
-         'device', json_build_object('platform', g.plat, 'os', '17.4', 'app_version', '1.2.3', 'sdk_version', '2.0.0', 'locale', 'en_US', 'country', g.ctry),
-         'context', json_build_object('session_id', g.sess, 'screen', 'home'),
-         'properties', CASE WHEN g.name LIKE 'purchase_%' THEN json_build_object('price', 9.99, 'currency', CASE WHEN g.k % 3 = 0 THEN 'EUR' ELSE 'USD' END,
-                                                                            'period', 'P1M', 'is_trial', g.k % 4 = 0)
-                            ELSE json_build_object('button', 'continue') END,
-         'privacy', json_build_object('consent', json_build_object('analytics', true))),
-       now()
-  FROM (
-    SELECT k, d, md5('dev' || d)::uuid AS anon, md5(d || '-' || day)::uuid AS sess,
-           CASE WHEN d % 2 = 0 THEN 'ios' ELSE 'android' END AS plat,
-           (ARRAY['US', 'DE', 'FR', 'JP', 'BR', 'IN', 'GB', 'CA'])[1 + d % 8] AS ctry,
-           least(date_trunc('day', now()) - interval '89 days' + day * interval '1 day' + (abs(hashint4(k * 13)) % 86400) * interval '1 second',
-                 now() - interval '1 minute') AS ts,
-           CASE WHEN r < 100 THEN 'session_start' WHEN r < 200 THEN 'app_open' WHEN r < 250 THEN 'paywall_view'
-                WHEN r < 280 THEN 'onboarding_flow_started' WHEN r < 300 THEN 'onboarding_step_completed'
-                WHEN r < 320 THEN 'onboarding_flow_completed' WHEN r < 330 THEN 'purchase_started'
-                WHEN r < 340 THEN 'purchase_completed' WHEN r < 341 THEN 'purchase_refunded'
-                WHEN r < 346 THEN 'app_crash' ELSE 'screen_view' END AS name
-      FROM generate_series(1, $3::int) AS k
-      CROSS JOIN LATERAL (SELECT abs(hashint4(k)) % $4::int AS d, abs(hashint4(k * 7)) % 1000 AS r) a
-      -- A device's first day is d % 90; its events spread over the days from then to today.
-      CROSS JOIN LATERAL (SELECT (d % 90) + abs(hashint4(k * 31)) % (90 - d % 90) AS day) b
-  ) g
- -- Ingestion order follows event time, as it does for real SDK traffic (late events are the exception).
- ORDER BY g.ts`;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -13,13 +13,14 @@ export interface StoredFunnel {
 }
 
 /**
- * Bumps the data version of every app and environment with events in the fold's staged batch
- * (an_ev). Runs inside the fold's transaction, so versions and rollups commit together.
+ * Bumps the data version of every app and environment with events in the fold's batch (read from
+ * an_dev, one row per device of the batch: a fraction of the events). Runs inside the fold's
+ * transaction, so versions and rollups commit together.
  */
 export async function bumpAppVersions(tx: Queryable): Promise<void> {
   await tx.query(`
 INSERT INTO an_app_versions (tenant_id, app_id, environment, version)
-SELECT DISTINCT tenant_id, app_id, environment, 1 FROM an_ev
+SELECT DISTINCT tenant_id, app_id, environment, 1 FROM an_dev
 ON CONFLICT (app_id, environment) DO UPDATE SET version = an_app_versions.version + 1`);
 }
 

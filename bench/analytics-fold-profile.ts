@@ -1,0 +1,77 @@
+// npm run bench:analytics-fold-profile [-- --events 1000000 --devices 100000 --chunk 500000]
+//
+// Where the analytics fold spends its time: the service runs with ROLE=api (no fold job), the
+// generated app of bench/analytics.ts is inserted, and this process folds it chunk by chunk with
+// the service's own rollup store, timing every statement. Prints and records microseconds per
+// event for each statement (the fold job's throughput itself is measured by bench:analytics).
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createRollupStore } from '../src/modules/analytics/store.js';
+import { client, createTenant } from '../test/helpers/client.js';
+import { GENERATE } from './lib/analytics-data.js';
+import { machine, writeResultsSection } from './lib/results.js';
+import { spawnService } from './lib/service.js';
+
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '1000000' },
+    devices: { type: 'string', default: '100000' },
+    chunk: { type: 'string', default: '500000' },
+  },
+});
+const EVENTS = Number(values.events);
+const DEVICES = Number(values.devices);
+const CHUNK = Number(values.chunk);
+
+/** A pool whose transaction clients time each statement, keyed by its first words. */
+function timedPool(url: string, times: Map<string, number>): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  pool.on('connect', (c) => {
+    const query = c.query.bind(c) as (...a: unknown[]) => Promise<unknown>;
+    (c as unknown as { query: typeof query }).query = async (...a: unknown[]) => {
+      const t = performance.now();
+      try {
+        return await query(...a);
+      } finally {
+        const key = String(a[0]).replace(/\s+/g, ' ').trim().slice(0, 70);
+        times.set(key, (times.get(key) ?? 0) + performance.now() - t);
+      }
+    };
+  });
+  return pool;
+}
+
+const service = await spawnService({ ROLE: 'api' });
+const times = new Map<string, number>();
+const pool = timedPool(service.databaseUrl, times);
+try {
+  const t = await createTenant(client(service.url));
+  console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
+  await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES]);
+  times.clear();
+  const store = createRollupStore(pool);
+  const max = Number((await pool.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
+  const t0 = performance.now();
+  for (let wm = 0; wm < max; ) {
+    wm = (await store.foldChunk(max, CHUNK)).watermark;
+    await store.analyze();
+    console.log(`folded to seq ${wm} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const rows = [...times].sort((a, b) => b[1] - a[1]).filter(([, ms]) => (ms * 1000) / EVENTS >= 0.05);
+  const table = rows.map(([k, ms]) => `| ${((ms * 1000) / EVENTS).toFixed(2)} | \`${k.replace(/\|/g, '/')}…\` |`).join('\n');
+  console.log(table);
+  writeResultsSection('analytics fold profile', `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES} --chunk ${CHUNK}\` · ${machine()}
+
+The fold of ${EVENTS.toLocaleString('en-US')} events (${DEVICES.toLocaleString('en-US')} devices, the bench:analytics data) in chunks of
+${CHUNK.toLocaleString('en-US')}, run from this process with the service's rollup store: **${Math.round(EVENTS / seconds).toLocaleString('en-US')} events/s**
+(${seconds.toFixed(1)} s, single connection). Baseline: the 120,000 events/s target is 8.3 µs per event in total.
+Statements costing at least 0.05 µs per event:
+
+| µs per event | statement |
+| ---: | --- |
+${table}`);
+} finally {
+  await pool.end();
+  await service.stop();
+}
