@@ -46,7 +46,7 @@ try {
   const c = client(service.url);
   const t = await createTenant(c);
   await c.patch('/api/v1/settings', { events_per_minute: 10_000_000 }, t.console);
-  const state = async () => (await db.query(`SELECT watermark, events_folded FROM an_rollup_state`)).rows[0] as { watermark: number; events_folded: number };
+  const state = async () => (await db.query(`SELECT min(watermark)::bigint AS watermark, sum(events_folded)::bigint AS events_folded FROM an_rollup_state`)).rows[0] as { watermark: number; events_folded: number };
 
   // 1) generate
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
@@ -124,7 +124,7 @@ try {
     while (sampling) {
       await new Promise((r) => setTimeout(r, 1000));
       const { rows } = await db.query(`SELECT coalesce(extract(epoch FROM now() - min(received_at)), 0)::float8 AS lag
-        FROM events WHERE seq > (SELECT watermark FROM an_rollup_state)`);
+        FROM events WHERE seq > (SELECT min(watermark) FROM an_rollup_state)`);
       lags.push(rows[0].lag);
     }
   })();

@@ -19,7 +19,7 @@ describe('analytics: materialized funnel answers', () => {
   /** Waits for the background fold job (not the admin endpoint, which also refreshes answers). */
   const folded = async () => {
     for (let i = 0; i < 200; i++) {
-      const { rows } = await s.server.db.query(`SELECT (SELECT watermark FROM an_rollup_state) >= (SELECT coalesce(max(seq), 0) FROM events) AS ok`);
+      const { rows } = await s.server.db.query(`SELECT (SELECT min(watermark) FROM an_rollup_state) >= (SELECT coalesce(max(seq), 0) FROM events) AS ok`);
       if (rows[0].ok) return;
       await sleep(50);
     }

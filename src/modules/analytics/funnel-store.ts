@@ -21,6 +21,8 @@ export async function bumpAppVersions(tx: Queryable): Promise<void> {
   await tx.query(`
 INSERT INTO an_app_versions (tenant_id, app_id, environment, version)
 SELECT DISTINCT tenant_id, app_id, environment, 1 FROM an_dev
+-- One order for every partition's transaction: two of them bumping the same apps wait, never deadlock.
+ ORDER BY app_id, environment
 ON CONFLICT (app_id, environment) DO UPDATE SET version = an_app_versions.version + 1`);
 }
 

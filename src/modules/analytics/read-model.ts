@@ -183,7 +183,7 @@ export function createAnalyticsReadModel(db: Queryable) {
     async context(scope: Scope): Promise<{ timezone: string; today: string; folded_at: Date | null } | null> {
       const { rows } = await db.query(
         `SELECT s.timezone, (now() AT TIME ZONE s.timezone)::date::text AS today,
-                (SELECT folded_at FROM an_rollup_state WHERE id = 1) AS folded_at
+                (SELECT min(folded_at) FROM an_rollup_state) AS folded_at
            FROM app_settings s WHERE s.tenant_id = $1 AND s.app_id = $2`,
         [scope.tenantId, scope.appId],
       );

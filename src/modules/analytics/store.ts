@@ -2,7 +2,7 @@ import type { Db, Queryable, Tx } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { bumpAppVersions } from './funnel-store.js';
 import {
-  cohortDelta, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta,
+  cohortDelta, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, sessionDelta, sessionHist,
   STAGE_NEW_DAYS, STAGE_SESSIONS, stageSql, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
 } from './fold-sql.js';
 import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
@@ -10,9 +10,26 @@ import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-fl
 export { FLAG };
 
 /**
- * Rollup writes. The fold is platform maintenance across apps (one global watermark over
- * events.seq), but every statement keys its rows by tenant_id + app_id + environment.
+ * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but
+ * every statement keys its rows by tenant_id + app_id + environment.
  */
+
+/**
+ * Device partitions folded in parallel, one transaction and connection each (migration 012): one
+ * per core of the reference machine. Fixed, because a device's partition must not change while
+ * partitions' watermarks differ; changing it means refolding (empty the rollups and the state).
+ */
+export const FOLD_PARTS = 2;
+
+/** A device's partition: the stable hash PostgreSQL's own hash partitioning uses. */
+const partOf = (anonId: string) => `abs(uuid_hash_extended(${anonId}, 0) % ${FOLD_PARTS})`;
+
+/**
+ * A session reported by devices of two partitions is inserted by both: the second waits for the
+ * first and fails (unique violation, or a deadlock when both wait). Once the first has committed,
+ * a retry of the second finds the session and widens it.
+ */
+const isCrossPartConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: string }).code ?? '');
 
 const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
 
@@ -21,8 +38,11 @@ async function count(tx: Tx, sql: string): Promise<number> {
   return rows[0].n;
 }
 
-/** Folds the staged events into every rollup table. Returns the number of events folded. */
-async function foldStaged(tx: Tx): Promise<number> {
+/**
+ * Folds the staged events into every rollup table; histogram deltas go to partition `part`'s cells.
+ * Returns the number of events folded.
+ */
+async function foldStaged(tx: Tx, part: number): Promise<number> {
   const { rows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_ev`);
   const n = rows[0].n;
   if (n === 0) return 0;
@@ -75,10 +95,10 @@ SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
 CREATE TEMP TABLE an_fr ON COMMIT DROP AS
 SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE m.flag_slow OR (${MOVED})`);
   await tx.query(`ANALYZE an_fr`);
-  await tx.query(flagDelta('-'));
-  await tx.query(flagFast(MOVED));
+  await tx.query(flagDelta('-', part));
+  await tx.query(flagFast(MOVED, part));
   // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
-  await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
+  await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
   await tx.query(`
 INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day,
                         ${FLAG_LAST_COLS.join(', ')})
@@ -96,13 +116,13 @@ ON CONFLICT (app_id, environment, anon_id) DO UPDATE
   const { rows: movedRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev m WHERE ${MOVED}`);
   if (movedRows[0].n > 0) {
     const movedSessions = `an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`;
-    await tx.query(sessionDelta('-', movedSessions));
+    await tx.query(sessionDelta('-', movedSessions, part));
     for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
       await tx.query(`
 UPDATE ${table} t SET platform = m.platform, country = m.country
   FROM an_dev m WHERE ${MOVED} AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
     }
-    await tx.query(sessionDelta('+', movedSessions));
+    await tx.query(sessionDelta('+', movedSessions, part));
   }
 
   // 3. Device-days: existing days are updated, new ones inserted with their previous active day;
@@ -110,7 +130,7 @@ UPDATE ${table} t SET platform = m.platform, country = m.country
   await tx.query(STAGE_NEW_DAYS);
   if (await count(tx, `SELECT count(*)::int AS n FROM an_dd WHERE NOT is_new`)) await tx.query(UPDATE_OLD_DAYS);
   await tx.query(INSERT_NEW_DAYS);
-  await tx.query(histDelta('+', 'an_ddn y WHERE NOT y.late'));
+  await tx.query(histDelta('+', 'an_ddn y WHERE NOT y.late', part));
 
   // 4. Late devices: previous-day chain, retention bits and onboarding day from the full history.
   const { rows: lateRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev WHERE late`);
@@ -132,12 +152,12 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
           FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
          WHERE a.late GROUP BY 1, 2, 3) s
  WHERE d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id`);
-    await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
+    await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
   }
 
   // New-user cohorts: touched devices whose cohort cell changed leave the old one and enter the new.
-  await tx.query(cohortDelta());
-  await tx.query(flagDelta('+'));
+  await tx.query(cohortDelta(part));
+  await tx.query(flagDelta('+', part));
 
   // Sessions: the batch's sessions with their stored extent, then update / insert / histogram delta.
   await tx.query(STAGE_SESSIONS);
@@ -147,7 +167,7 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
     await tx.query(UPDATE_SESSIONS);
   }
   await tx.query(INSERT_SESSIONS);
-  await tx.query(SESSION_HIST);
+  await tx.query(sessionHist(part));
 
   await tx.query(`
 INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
@@ -206,9 +226,29 @@ SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_
 ON CONFLICT (app_id) DO NOTHING`);
   }
 
+  /** Folds partition `part`'s events in seq (its watermark, min(upper, watermark + chunk)] in one transaction. */
+  async function foldPart(part: number, upper: number, chunk: number): Promise<FoldResult> {
+    return withTx(db, async (tx) => {
+      const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = $1 FOR UPDATE`, [part]);
+      const from = Number(rows[0].watermark);
+      if (from >= upper) return { folded: 0, watermark: from };
+      // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
+      await tx.query(`SET LOCAL synchronous_commit = off`);
+      // The fold's sorts and hash joins over a chunk fit in memory instead of spilling to disk.
+      await tx.query(`SET LOCAL work_mem = '128MB'`);
+      const to = Math.min(upper, from + chunk);
+      await tx.query(stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id')} = ${part}`));
+      const folded = await foldStaged(tx, part);
+      await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = $3`, [to, folded, part]);
+      return { folded, watermark: to };
+    });
+  }
+
   return {
+    /** The fold position: the lowest partition watermark (every event up to it is folded) and the oldest fold time. */
     async state(): Promise<{ watermark: number; folded_at: Date | null; events_folded: number }> {
-      const { rows } = await db.query(`SELECT watermark, folded_at, events_folded FROM an_rollup_state WHERE id = 1`);
+      const { rows } = await db.query(`
+SELECT min(watermark)::bigint AS watermark, min(folded_at) AS folded_at, sum(events_folded)::bigint AS events_folded FROM an_rollup_state`);
       return rows[0];
     },
 
@@ -233,23 +273,24 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
       return rows[0].n;
     },
 
-    /** Folds seq in (watermark, min(upper, watermark + chunk)] in one transaction. */
+    /**
+     * Folds up to `chunk` more seqs of every partition, the partitions in parallel. Returns the
+     * events folded and the lowest watermark.
+     */
     async foldChunk(upper: number, chunk: number): Promise<FoldResult> {
-      return withTx(db, async (tx) => {
-        const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = 1 FOR UPDATE`);
-        const from = Number(rows[0].watermark);
-        if (from >= upper) return { folded: 0, watermark: from };
-        // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
-        await tx.query(`SET LOCAL synchronous_commit = off`);
-        // The fold's sorts and hash joins over a chunk fit in memory instead of spilling to disk.
-        await tx.query(`SET LOCAL work_mem = '128MB'`);
-        const to = Math.min(upper, from + chunk);
-        await registerApps(tx);
-        await tx.query(stageSql(`e.seq > ${from} AND e.seq <= ${to}`));
-        const folded = await foldStaged(tx);
-        await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = 1`, [to, folded]);
-        return { folded, watermark: to };
-      });
+      await registerApps(db);
+      const parts = Array.from({ length: FOLD_PARTS }, (_, p) => p);
+      const settled = await Promise.allSettled(parts.map((p) => foldPart(p, upper, chunk)));
+      const results: FoldResult[] = [];
+      for (const [p, r] of settled.entries()) {
+        if (r.status === 'fulfilled') results.push(r.value);
+        else if (isCrossPartConflict(r.reason)) results.push(await foldPart(p, upper, chunk));
+        else throw r.reason;
+      }
+      return {
+        folded: results.reduce((n, r) => n + r.folded, 0),
+        watermark: Math.min(...results.map((r) => r.watermark)),
+      };
     },
 
     /**
@@ -262,13 +303,13 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
 
     /** Touches the freshness stamp when there was nothing to fold. */
     async markIdle(): Promise<void> {
-      await db.query(`UPDATE an_rollup_state SET folded_at = now() WHERE id = 1`);
+      await db.query(`UPDATE an_rollup_state SET folded_at = now()`);
     },
 
     /** Apps whose settings timezone differs from the one their rollups were built with. */
     async appsNeedingRebuild(): Promise<{ app_id: string; timezone: string }[]> {
       // The state table is unlogged: after a crash it is empty along with the rollups (refold from 0).
-      await db.query(`INSERT INTO an_rollup_state (id) VALUES (1) ON CONFLICT (id) DO NOTHING`);
+      await db.query(`INSERT INTO an_rollup_state (id) SELECT generate_series(0, ${FOLD_PARTS - 1}) ON CONFLICT (id) DO NOTHING`);
       await registerApps(db);
       const { rows } = await db.query(`
 SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_id = st.app_id
@@ -277,18 +318,19 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
     },
 
     /**
-     * Rebuilds one app's rollups from its raw events up to the watermark, in one transaction:
-     * readers keep the old numbers until the new ones commit.
+     * Rebuilds one app's rollups from its raw events up to each partition's watermark, in one
+     * transaction (holding every partition's state row): readers keep the old numbers until the
+     * new ones commit. Its histogram cells all go to partition 0: reads sum the partitions.
      */
     async rebuildApp(appId: string, timezone: string): Promise<number> {
       return withTx(db, async (tx) => {
-        const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = 1 FOR UPDATE`);
-        const wm = Number(rows[0].watermark);
+        const { rows } = await tx.query<{ id: number; watermark: number }>(`SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`);
+        const wm = `CASE ${partOf('e.anon_id')} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
         await tx.query(`SET LOCAL work_mem = '128MB'`);
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
         await tx.query(stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`));
-        return foldStaged(tx);
+        return foldStaged(tx, 0);
       });
     },
 

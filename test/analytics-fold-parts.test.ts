@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, it } from 'node:test';
+import { makeEvent } from './helpers/client.js';
+import { useTenantApp } from './helpers/suite.js';
+
+// The fold runs its device partitions in parallel (store.ts). A session id reported by two devices
+// of different partitions is written by both partitions' transactions; the numbers must be those
+// of one session spanning both devices' events, as with a single partition.
+describe('analytics: parallel fold partitions', () => {
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1' });
+
+  /** `n` random device ids of partition `part`, picked with the fold's own partition function. */
+  const devicesOf = async (part: number, n: number): Promise<string[]> => {
+    const ids = Array.from({ length: 40 * n }, () => randomUUID());
+    const { rows } = await s.server.db.query<{ a: string }>(
+      `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = $2`, [ids, part]);
+    assert.ok(rows.length >= n);
+    return rows.slice(0, n).map((r) => r.a);
+  };
+
+  it('counts a session shared by devices of two partitions once, spanning both devices\' events', async () => {
+    const [a, b] = [await devicesOf(0, 10), await devicesOf(1, 10)];
+    const start = Date.now() - 3_600_000;
+    // Pair i: device a[i] opens session i, device b[i] reports the same session (i + 1) minutes later.
+    const batch = a.flatMap((anon, i) => {
+      const session = randomUUID();
+      return [
+        makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
+        makeEvent({ event_name: 'screen_view', ts_ms: start + (i + 1) * 60_000, user: { anon_id: b[i] }, context: { session_id: session } }),
+      ];
+    });
+    const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+    assert.equal(r.status, 202, r.text);
+
+    for (let i = 0; ; i++) {
+      const { rows } = await s.server.db.query(`SELECT count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
+      if (rows[0].done === 2) break;
+      assert.ok(i < 200, 'both partitions folded the batch');
+      await sleep(50);
+    }
+
+    const k = await s.c.get('/api/v1/analytics/kpis?period=7d', s.t.console);
+    assert.equal(k.status, 200, k.text);
+    const m = Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+    assert.equal(m.wau, 20);
+    assert.equal(m.avg_sessions_per_user, 0.5); // 10 sessions / 20 active devices
+    assert.equal(m.avg_session_duration, 330); // (60 + 120 + ... + 600) s / 10 sessions
+  });
+});
