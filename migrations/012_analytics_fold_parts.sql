@@ -29,3 +29,7 @@ ALTER TABLE an_onb_hist DROP CONSTRAINT an_onb_hist_pkey,
 ALTER TABLE an_flag_hist ADD COLUMN part smallint NOT NULL DEFAULT 0;
 ALTER TABLE an_flag_hist DROP CONSTRAINT an_flag_hist_pkey,
   ADD PRIMARY KEY (app_id, environment, day, platform, country, flag, gap, part);
+
+-- The device's last folded event and its session: a batch's session is looked up only when it can
+-- already be stored (it starts before that event, or continues that session).
+ALTER TABLE an_devices ADD COLUMN last_ts timestamptz, ADD COLUMN last_session uuid;

@@ -73,17 +73,16 @@ ON CONFLICT (app_id, environment, start_day, end_day, platform, country, part) D
 }
 
 /**
- * Moves the devices of the batch (an_dev, with their values before it) between new-user cohort
- * cells: an_devices holds their final values once the late ones are recomputed. Devices whose
- * cell did not change (the usual in-order case) cost nothing but the join.
+ * Moves the devices of the batch (an_dev: their final values, and those before the batch) between
+ * new-user cohort cells. Devices whose cell did not change (the usual in-order case) cost nothing.
  */
 export function cohortDelta(part: number): string {
   const changed = `(c.first_day, c.platform, c.country, c.ret_mask, c.onb_day) IS DISTINCT FROM (c.old_first_day, c.old_platform, c.old_country, c.old_mask, c.old_onb)`;
   return `
 WITH c AS (
-SELECT a.tenant_id, a.app_id, a.environment, a.existed, a.old_first_day, a.old_platform, a.old_country, a.old_mask, a.old_onb,
-       d.first_day, d.platform, d.country, d.ret_mask, d.onb_day
-  FROM an_dev a JOIN an_devices d ON d.app_id = a.app_id AND d.environment = a.environment AND d.anon_id = a.anon_id),
+SELECT tenant_id, app_id, environment, existed, old_first_day, old_platform, old_country, old_mask, old_onb,
+       first_day, platform, country, ret_mask, onb_day
+  FROM an_dev),
 delta AS (
 SELECT c.tenant_id, c.app_id, c.environment, c.first_day AS fd, coalesce(c.platform, 'unknown') AS p, coalesce(c.country, 'unknown') AS k,
        c.ret_mask AS mask, c.onb_day - c.first_day AS onb, 1 AS sg
@@ -128,23 +127,31 @@ ON CONFLICT (app_id, environment, day, platform, country, flag, gap, part) DO UP
  */
 
 /**
- * The batch's sessions with the stored extent of those that exist (read after a moved device's
- * sessions took its new platform/country) and the device's platform/country for new ones. The
- * session's device is the one of its earliest event in the batch, as before.
+ * The batch's sessions with the device's platform/country (an_dev holds every batch device with the
+ * final values an_devices got). The session's device is the one of its earliest event in the batch.
+ *
+ * Only sessions that can already be stored are looked up (`probe`), unless `all`: those of a stored
+ * device that start before its last folded event or continue its last session. Any other stored
+ * one is a session id shared with another device (or one a device left and resumed after another
+ * session): its insert then fails, and the partition's fold is retried looking every session up
+ * (store.ts).
  */
-export const STAGE_SESSIONS = `
+export const stageSessions = (all: boolean) => `
 CREATE TEMP TABLE an_sv ON COMMIT DROP AS
-SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, v.s, v.e, v.sd, v.ed,
-       (y.session_id IS NOT NULL) AS existed,
-       CASE WHEN y.session_id IS NULL THEN d.platform ELSE y.platform END AS platform,
-       CASE WHEN y.session_id IS NULL THEN d.country ELSE y.country END AS country,
-       y.start_ts AS o_s, y.end_ts AS o_e, y.start_day AS o_sd, y.end_day AS o_ed
+SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, v.s, v.e, v.sd, v.ed, false AS existed,
+       ${all ? 'true' : `(d.existed AND (d.old_last_ts IS NULL OR v.s <= d.old_last_ts OR v.session_id = d.old_last_session)) IS TRUE`} AS probe,
+       d.platform, d.country,
+       NULL::timestamptz AS o_s, NULL::timestamptz AS o_e, NULL::date AS o_sd, NULL::date AS o_ed
   FROM (SELECT session_id, app_id, environment, tenant_id, (array_agg(anon_id ORDER BY ts))[1] AS anon_id,
                min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
           FROM an_ev WHERE session_id IS NOT NULL GROUP BY session_id, app_id, environment, tenant_id) v
-  -- an_dev holds every batch device with its final platform/country (the values an_devices got).
-  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
-  LEFT JOIN an_sessions y ON y.app_id = v.app_id AND y.environment = v.environment AND y.session_id = v.session_id`;
+  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id`;
+
+/** Stored sessions take their stored extent and platform/country (read after a moved device's sessions took its new ones). */
+export const FIND_SESSIONS = `
+UPDATE an_sv v SET existed = true, platform = y.platform, country = y.country,
+       o_s = y.start_ts, o_e = y.end_ts, o_sd = y.start_day, o_ed = y.end_day
+  FROM an_sessions y WHERE v.probe AND y.app_id = v.app_id AND y.environment = v.environment AND y.session_id = v.session_id`;
 
 /** Existing sessions (the rare case in ingestion order) widen to cover the batch's events. */
 export const UPDATE_SESSIONS = `

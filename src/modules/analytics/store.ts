@@ -3,7 +3,7 @@ import { withTx } from '../../db/pool.js';
 import { bumpAppVersions } from './funnel-store.js';
 import {
   cohortDelta, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, sessionDelta, sessionHist,
-  STAGE_NEW_DAYS, STAGE_SESSIONS, stageSql, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
+  FIND_SESSIONS, STAGE_NEW_DAYS, stageSessions, stageSql, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
 } from './fold-sql.js';
 import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
 
@@ -25,11 +25,17 @@ export const FOLD_PARTS = 2;
 const partOf = (anonId: string) => `abs(uuid_hash_extended(${anonId}, 0) % ${FOLD_PARTS})`;
 
 /**
- * A session reported by devices of two partitions is inserted by both: the second waits for the
- * first and fails (unique violation, or a deadlock when both wait). Once the first has committed,
- * a retry of the second finds the session and widens it.
+ * A batch session found stored only on insert (stageSessions): a unique violation. One reported by
+ * devices of two partitions is inserted by both: the second waits for the first, then fails (or
+ * deadlocks when both wait). A retry after the other partitions committed, looking every session up,
+ * finds it and widens it.
  */
-const isCrossPartConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: string }).code ?? '');
+const isConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: string }).code ?? '');
+
+/** an_devices columns the fold maintains (besides the key). */
+const DEVICE_COLS = [
+  'first_ts', 'first_day', 'platform', 'country', 'last_day', 'ret_mask', 'onb_day', 'last_ts', 'last_session', ...FLAG_LAST_COLS,
+];
 
 const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
 
@@ -40,22 +46,33 @@ async function count(tx: Tx, sql: string): Promise<number> {
 
 /**
  * Folds the staged events into every rollup table; histogram deltas go to partition `part`'s cells.
- * Returns the number of events folded.
+ * `lookUpAll` looks every session of the batch up (stageSessions). Returns the number of events folded.
  */
-async function foldStaged(tx: Tx, part: number): Promise<number> {
+async function foldStaged(tx: Tx, part: number, lookUpAll: boolean): Promise<number> {
   const { rows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_ev`);
   const n = rows[0].n;
   if (n === 0) return 0;
   await tx.query(`ANALYZE an_ev`);
 
-  // 1. The batch per device-day, marking the days the device did not have yet.
+  // 0. The batch's devices as stored (one look-up per device).
+  await tx.query(`
+CREATE TEMP TABLE an_old ON COMMIT DROP AS
+SELECT o.* FROM (SELECT DISTINCT anon_id, app_id, environment FROM an_ev) b
+  JOIN an_devices o ON o.app_id = b.app_id AND o.environment = b.environment AND o.anon_id = b.anon_id`);
+  await tx.query(`ANALYZE an_old`);
+
+  // 1. The batch per device-day, marking the days the device did not have yet. Only a day up to the
+  // device's stored last day can exist: in ingestion order few do, and only those are looked up.
   await tx.query(`
 CREATE TEMP TABLE an_dd ON COMMIT DROP AS
-SELECT v.*, (x.anon_id IS NULL) AS is_new, coalesce(x.flags, 0) AS old_flags
+SELECT v.*, true AS is_new, 0 AS old_flags, (v.day <= o.last_day) IS TRUE AS probe
   FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags
-          FROM an_ev GROUP BY tenant_id, app_id, environment, anon_id, day) v
-  LEFT JOIN an_device_days x ON x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
+          FROM an_ev GROUP BY anon_id, day, app_id, environment, tenant_id) v
+  LEFT JOIN an_old o ON o.app_id = v.app_id AND o.environment = v.environment AND o.anon_id = v.anon_id`);
   await tx.query(`ANALYZE an_dd`);
+  await tx.query(`
+UPDATE an_dd v SET is_new = false, old_flags = x.flags
+  FROM an_device_days x WHERE v.probe AND x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
 
   // 2. Per device: merge the batch into the stored device row. A device is "late" when the batch
   // adds a day before its last known day (its first event, platform, country, previous-day chain
@@ -77,10 +94,17 @@ SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
          SELECT coalesce(bit_or(CASE nd - coalesce(o.first_day, f.day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
                                   WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) FROM unnest(c.new_days) nd) AS ret_mask,
        least(o.onb_day, c.onb) AS onb_day,
+       o.last_ts AS old_last_ts, o.last_session AS old_last_session,
+       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_ts ELSE o.last_ts END AS last_ts,
+       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_session ELSE o.last_session END AS last_session,
        ${FLAG_DEV_COLS}
-  FROM (SELECT DISTINCT ON (anon_id, app_id, environment) tenant_id, app_id, environment, anon_id, ts, day, platform, country
-          FROM an_ev ORDER BY anon_id, app_id, environment, ts, event_id) f
-  LEFT JOIN an_devices o ON o.app_id = f.app_id AND o.environment = f.environment AND o.anon_id = f.anon_id
+  -- The device's first and last event of the batch, from one sort.
+  FROM (SELECT DISTINCT ON (anon_id, app_id, environment) tenant_id, app_id, environment, anon_id, ts, day, platform, country,
+               last_value(ts) OVER w AS l_ts, last_value(session_id) OVER w AS l_session
+          FROM an_ev
+        WINDOW w AS (PARTITION BY anon_id, app_id, environment ORDER BY ts, event_id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+         ORDER BY anon_id, app_id, environment, ts, event_id) f
+  LEFT JOIN an_old o ON o.app_id = f.app_id AND o.environment = f.environment AND o.anon_id = f.anon_id
   JOIN (SELECT app_id, environment, anon_id, max(day) AS max_day, min(day) FILTER (WHERE is_new) AS min_new,
                min(day) FILTER (WHERE flags & ${FLAG.onbStarted} <> 0) AS onb, array_agg(day) FILTER (WHERE is_new) AS new_days,
                ${FLAG_NEW_AGG}
@@ -99,17 +123,16 @@ SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE m.flag_slow OR (${
   await tx.query(flagFast(MOVED, part));
   // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
   await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
+  // Stored devices (an_old said which) are updated, new ones inserted: no speculative insertion.
+  const cols = DEVICE_COLS.join(', ');
   await tx.query(`
-INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day,
-                        ${FLAG_LAST_COLS.join(', ')})
-SELECT tenant_id, app_id, environment, anon_id, first_ts, first_day, platform, country, last_day, ret_mask, onb_day,
-       ${FLAG_LAST_COLS.join(', ')} FROM an_dev
-ON CONFLICT (app_id, environment, anon_id) DO UPDATE
-   SET first_ts = EXCLUDED.first_ts, first_day = EXCLUDED.first_day, platform = EXCLUDED.platform, country = EXCLUDED.country,
-       last_day = EXCLUDED.last_day, ret_mask = EXCLUDED.ret_mask, onb_day = EXCLUDED.onb_day,
-       ${FLAG_LAST_COLS.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}
- WHERE (an_devices.first_ts, an_devices.last_day, an_devices.ret_mask, an_devices.onb_day, ${FLAG_LAST_COLS.map((c) => `an_devices.${c}`).join(', ')})
-       IS DISTINCT FROM (EXCLUDED.first_ts, EXCLUDED.last_day, EXCLUDED.ret_mask, EXCLUDED.onb_day, ${FLAG_LAST_COLS.map((c) => `EXCLUDED.${c}`).join(', ')})`);
+UPDATE an_devices d SET (${cols}) = (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})
+  FROM an_dev m
+ WHERE m.existed AND d.app_id = m.app_id AND d.environment = m.environment AND d.anon_id = m.anon_id
+   AND (${DEVICE_COLS.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})`);
+  await tx.query(`
+INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, ${cols})
+SELECT tenant_id, app_id, environment, anon_id, ${cols} FROM an_dev WHERE NOT existed ORDER BY anon_id, app_id, environment`);
 
   // A late first event can change the device's platform/country: its copies follow (and its
   // sessions move between histogram cells).
@@ -152,6 +175,10 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
           FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
          WHERE a.late GROUP BY 1, 2, 3) s
  WHERE d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id`);
+    // an_dev keeps every batch device's final values (the cohort delta reads them there).
+    await tx.query(`
+UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
+  FROM an_devices d WHERE a.late AND d.app_id = a.app_id AND d.environment = a.environment AND d.anon_id = a.anon_id`);
     await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
   }
 
@@ -160,12 +187,11 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
   await tx.query(flagDelta('+', part));
 
   // Sessions: the batch's sessions with their stored extent, then update / insert / histogram delta.
-  await tx.query(STAGE_SESSIONS);
-  if (await count(tx, `SELECT count(*)::int AS n FROM an_sv WHERE existed`)) {
-    // Statistics first: unanalyzed, the planner hash-joins the few existing ones with all of an_sessions.
-    await tx.query(`ANALYZE an_sv`);
-    await tx.query(UPDATE_SESSIONS);
-  }
+  await tx.query(stageSessions(lookUpAll));
+  // Statistics first: unanalyzed, the planner hash-joins the few looked-up / existing ones with all of an_sessions.
+  await tx.query(`ANALYZE an_sv`);
+  await tx.query(FIND_SESSIONS);
+  if (await count(tx, `SELECT count(*)::int AS n FROM an_sv WHERE existed`)) await tx.query(UPDATE_SESSIONS);
   await tx.query(INSERT_SESSIONS);
   await tx.query(sessionHist(part));
 
@@ -227,7 +253,7 @@ ON CONFLICT (app_id) DO NOTHING`);
   }
 
   /** Folds partition `part`'s events in seq (its watermark, min(upper, watermark + chunk)] in one transaction. */
-  async function foldPart(part: number, upper: number, chunk: number): Promise<FoldResult> {
+  async function foldPart(part: number, upper: number, chunk: number, lookUpAll = false): Promise<FoldResult> {
     return withTx(db, async (tx) => {
       const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = $1 FOR UPDATE`, [part]);
       const from = Number(rows[0].watermark);
@@ -238,7 +264,7 @@ ON CONFLICT (app_id) DO NOTHING`);
       await tx.query(`SET LOCAL work_mem = '128MB'`);
       const to = Math.min(upper, from + chunk);
       await tx.query(stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id')} = ${part}`));
-      const folded = await foldStaged(tx, part);
+      const folded = await foldStaged(tx, part, lookUpAll);
       await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = $3`, [to, folded, part]);
       return { folded, watermark: to };
     });
@@ -284,7 +310,7 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
       const results: FoldResult[] = [];
       for (const [p, r] of settled.entries()) {
         if (r.status === 'fulfilled') results.push(r.value);
-        else if (isCrossPartConflict(r.reason)) results.push(await foldPart(p, upper, chunk));
+        else if (isConflict(r.reason)) results.push(await foldPart(p, upper, chunk, true));
         else throw r.reason;
       }
       return {
@@ -330,7 +356,8 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
         await tx.query(stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`));
-        return foldStaged(tx, 0);
+        // The app's rows were just deleted: every session is new (no look-ups).
+        return foldStaged(tx, 0, false);
       });
     },
 
