@@ -33,3 +33,4 @@ ALTER TABLE an_flag_hist DROP CONSTRAINT an_flag_hist_pkey,
 -- The device's last folded event and its session: a batch's session is looked up only when it can
 -- already be stored (it starts before that event, or continues that session).
 ALTER TABLE an_devices ADD COLUMN last_ts timestamptz, ADD COLUMN last_session uuid;
+

@@ -11,8 +11,9 @@ const DEFAULT_FUNNEL_EVENTS = [...new Set(Object.values(FUNNELS).flatMap((steps)
 const IS_TRIAL = `(json_typeof(props->'is_trial') = 'boolean' AND props->>'is_trial' = 'true')`;
 
 /**
- * Stages the events of one source (a seq range, or one app for a rebuild) with their day in the
- * app's rollup timezone. Only consented events enter analytics.
+ * Stages the events matching `where` (a partition's seq range, or one app for a rebuild) with their
+ * day in the app's rollup timezone, flag bit and purchase properties. Only consented events enter
+ * analytics.
  */
 export function stageSql(where: string): string {
   return `
@@ -58,7 +59,6 @@ SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknow
  GROUP BY 1, 2, 3, 4, 5, 6, 7
 ON CONFLICT (app_id, environment, day, platform, country, gap, part) DO UPDATE SET n = an_active_hist.n + EXCLUDED.n`;
 }
-
 
 /** Adds (+) or removes (-) the sessions `y` of `from` to / from partition `part`'s session histogram. */
 export function sessionDelta(sign: '+' | '-', from: string, part: number): string {

@@ -1,13 +1,7 @@
-import type { Db, Queryable, Tx } from '../../db/pool.js';
+import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import { bumpAppVersions } from './funnel-store.js';
-import {
-  cohortDelta, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, sessionDelta, sessionHist,
-  FIND_SESSIONS, STAGE_NEW_DAYS, stageSessions, stageSql, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
-} from './fold-sql.js';
-import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
-
-export { FLAG };
+import { foldEvents } from './fold.js';
+import { stageSql } from './fold-sql.js';
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but
@@ -32,208 +26,6 @@ const partOf = (anonId: string) => `abs(uuid_hash_extended(${anonId}, 0) % ${FOL
  */
 const isConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: string }).code ?? '');
 
-/** an_devices columns the fold maintains (besides the key). */
-const DEVICE_COLS = [
-  'first_ts', 'first_day', 'platform', 'country', 'last_day', 'ret_mask', 'onb_day', 'last_ts', 'last_session', ...FLAG_LAST_COLS,
-];
-
-const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
-
-async function count(tx: Tx, sql: string): Promise<number> {
-  const { rows } = await tx.query<{ n: number }>(sql);
-  return rows[0].n;
-}
-
-/**
- * Folds the staged events into every rollup table; histogram deltas go to partition `part`'s cells.
- * `lookUpAll` looks every session of the batch up (stageSessions). Returns the number of events folded.
- */
-async function foldStaged(tx: Tx, part: number, lookUpAll: boolean): Promise<number> {
-  const { rows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_ev`);
-  const n = rows[0].n;
-  if (n === 0) return 0;
-  await tx.query(`ANALYZE an_ev`);
-
-  // 0. The batch's devices as stored (one look-up per device).
-  await tx.query(`
-CREATE TEMP TABLE an_old ON COMMIT DROP AS
-SELECT o.* FROM (SELECT DISTINCT anon_id, app_id, environment FROM an_ev) b
-  JOIN an_devices o ON o.app_id = b.app_id AND o.environment = b.environment AND o.anon_id = b.anon_id`);
-  await tx.query(`ANALYZE an_old`);
-
-  // 1. The batch per device-day, marking the days the device did not have yet. Only a day up to the
-  // device's stored last day can exist: in ingestion order few do, and only those are looked up.
-  await tx.query(`
-CREATE TEMP TABLE an_dd ON COMMIT DROP AS
-SELECT v.*, true AS is_new, 0 AS old_flags, (v.day <= o.last_day) IS TRUE AS probe
-  FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags
-          FROM an_ev GROUP BY anon_id, day, app_id, environment, tenant_id) v
-  LEFT JOIN an_old o ON o.app_id = v.app_id AND o.environment = v.environment AND o.anon_id = v.anon_id`);
-  await tx.query(`ANALYZE an_dd`);
-  await tx.query(`
-UPDATE an_dd v SET is_new = false, old_flags = x.flags
-  FROM an_device_days x WHERE v.probe AND x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
-
-  // 2. Per device: merge the batch into the stored device row. A device is "late" when the batch
-  // adds a day before its last known day (its first event, platform, country, previous-day chain
-  // or retention bits may change); late devices are recomputed from their full history below.
-  // In-order devices (the normal case) update incrementally.
-  await tx.query(`
-CREATE TEMP TABLE an_dev ON COMMIT DROP AS
-SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
-       (o.anon_id IS NOT NULL AND f.ts < o.first_ts) AS moved,
-       (o.anon_id IS NOT NULL AND (c.min_new < o.last_day OR f.ts < o.first_ts)) IS TRUE AS late,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.ts ELSE o.first_ts END AS first_ts,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.day ELSE o.first_day END AS first_day,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.platform ELSE o.platform END AS platform,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.country ELSE o.country END AS country,
-       o.platform AS old_platform, o.country AS old_country, o.last_day AS old_last, (o.anon_id IS NOT NULL) AS existed,
-       o.first_day AS old_first_day, o.ret_mask AS old_mask, o.onb_day AS old_onb,
-       greatest(o.last_day, c.max_day) AS last_day,
-       coalesce(o.ret_mask, 0) | (
-         SELECT coalesce(bit_or(CASE nd - coalesce(o.first_day, f.day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
-                                  WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) FROM unnest(c.new_days) nd) AS ret_mask,
-       least(o.onb_day, c.onb) AS onb_day,
-       o.last_ts AS old_last_ts, o.last_session AS old_last_session,
-       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_ts ELSE o.last_ts END AS last_ts,
-       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_session ELSE o.last_session END AS last_session,
-       ${FLAG_DEV_COLS}
-  -- The device's first and last event of the batch, from one sort.
-  FROM (SELECT DISTINCT ON (anon_id, app_id, environment) tenant_id, app_id, environment, anon_id, ts, day, platform, country,
-               last_value(ts) OVER w AS l_ts, last_value(session_id) OVER w AS l_session
-          FROM an_ev
-        WINDOW w AS (PARTITION BY anon_id, app_id, environment ORDER BY ts, event_id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
-         ORDER BY anon_id, app_id, environment, ts, event_id) f
-  LEFT JOIN an_old o ON o.app_id = f.app_id AND o.environment = f.environment AND o.anon_id = f.anon_id
-  JOIN (SELECT app_id, environment, anon_id, max(day) AS max_day, min(day) FILTER (WHERE is_new) AS min_new,
-               min(day) FILTER (WHERE flags & ${FLAG.onbStarted} <> 0) AS onb, array_agg(day) FILTER (WHERE is_new) AS new_days,
-               ${FLAG_NEW_AGG}
-          FROM an_dd GROUP BY anon_id, app_id, environment) c
-    ON c.app_id = f.app_id AND c.environment = f.environment AND c.anon_id = f.anon_id`);
-  await tx.query(`ANALYZE an_dev`);
-  // Flag histogram: devices gaining a flag bit before their latest day with it, or moving
-  // platform/country, leave it with their stored flagged days now and re-enter, recomputed, at the
-  // end. In-order devices add their newly flagged days directly (fold-flags.ts). Other devices'
-  // flagged days keep their gaps (days without flags do not count in a flag's chain).
-  await tx.query(`
-CREATE TEMP TABLE an_fr ON COMMIT DROP AS
-SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE m.flag_slow OR (${MOVED})`);
-  await tx.query(`ANALYZE an_fr`);
-  await tx.query(flagDelta('-', part));
-  await tx.query(flagFast(MOVED, part));
-  // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
-  await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
-  // Stored devices (an_old said which) are updated, new ones inserted: no speculative insertion.
-  const cols = DEVICE_COLS.join(', ');
-  await tx.query(`
-UPDATE an_devices d SET (${cols}) = (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})
-  FROM an_dev m
- WHERE m.existed AND d.app_id = m.app_id AND d.environment = m.environment AND d.anon_id = m.anon_id
-   AND (${DEVICE_COLS.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})`);
-  await tx.query(`
-INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, ${cols})
-SELECT tenant_id, app_id, environment, anon_id, ${cols} FROM an_dev WHERE NOT existed ORDER BY anon_id, app_id, environment`);
-
-  // A late first event can change the device's platform/country: its copies follow (and its
-  // sessions move between histogram cells).
-  const { rows: movedRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev m WHERE ${MOVED}`);
-  if (movedRows[0].n > 0) {
-    const movedSessions = `an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`;
-    await tx.query(sessionDelta('-', movedSessions, part));
-    for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
-      await tx.query(`
-UPDATE ${table} t SET platform = m.platform, country = m.country
-  FROM an_dev m WHERE ${MOVED} AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
-    }
-    await tx.query(sessionDelta('+', movedSessions, part));
-  }
-
-  // 3. Device-days: existing days are updated, new ones inserted with their previous active day;
-  // the new days of in-order devices enter the active-user histogram from the staged rows.
-  await tx.query(STAGE_NEW_DAYS);
-  if (await count(tx, `SELECT count(*)::int AS n FROM an_dd WHERE NOT is_new`)) await tx.query(UPDATE_OLD_DAYS);
-  await tx.query(INSERT_NEW_DAYS);
-  await tx.query(histDelta('+', 'an_ddn y WHERE NOT y.late', part));
-
-  // 4. Late devices: previous-day chain, retention bits and onboarding day from the full history.
-  const { rows: lateRows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM an_dev WHERE late`);
-  if (lateRows[0].n > 0) {
-    await tx.query(`
-UPDATE an_device_days t SET prev_day = x.prev
-  FROM (SELECT y.app_id, y.environment, y.anon_id, y.day, y.prev_day AS old,
-               lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id ORDER BY y.day) AS prev
-          FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
-         WHERE a.late) x
- WHERE t.app_id = x.app_id AND t.environment = x.environment AND t.day = x.day AND t.anon_id = x.anon_id
-   AND x.old IS DISTINCT FROM x.prev`);
-    await tx.query(`
-UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
-  FROM (SELECT a.app_id, a.environment, a.anon_id,
-               coalesce(bit_or(CASE y.day - a.first_day WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
-                                 WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) AS mask,
-               min(y.day) FILTER (WHERE y.flags & ${FLAG.onbStarted} <> 0) AS onb
-          FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
-         WHERE a.late GROUP BY 1, 2, 3) s
- WHERE d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id`);
-    // an_dev keeps every batch device's final values (the cohort delta reads them there).
-    await tx.query(`
-UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
-  FROM an_devices d WHERE a.late AND d.app_id = a.app_id AND d.environment = a.environment AND d.anon_id = a.anon_id`);
-    await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
-  }
-
-  // New-user cohorts: touched devices whose cohort cell changed leave the old one and enter the new.
-  await tx.query(cohortDelta(part));
-  await tx.query(flagDelta('+', part));
-
-  // Sessions: the batch's sessions with their stored extent, then update / insert / histogram delta.
-  await tx.query(stageSessions(lookUpAll));
-  // Statistics first: unanalyzed, the planner hash-joins the few looked-up / existing ones with all of an_sessions.
-  await tx.query(`ANALYZE an_sv`);
-  await tx.query(FIND_SESSIONS);
-  if (await count(tx, `SELECT count(*)::int AS n FROM an_sv WHERE existed`)) await tx.query(UPDATE_SESSIONS);
-  await tx.query(INSERT_SESSIONS);
-  await tx.query(sessionHist(part));
-
-  await tx.query(`
-INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
-                          price, currency, amount_usd, period, period_end, mrr_usd)
-SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, d.country, v.kind, v.ts, v.day,
-       v.price, v.currency, v.price * r.rate, v.period,
-       CASE WHEN v.kind = 'paid' THEN an_period_end(v.day, v.period) END,
-       CASE WHEN v.kind = 'paid' THEN an_monthly(v.price * r.rate, v.period) END
-  FROM (SELECT tenant_id, app_id, environment, event_id, anon_id, ts, day,
-               CASE WHEN event_name = 'purchase_refunded' THEN 'refund' WHEN flag = ${FLAG.trial} THEN 'trial' ELSE 'paid' END AS kind,
-               CASE WHEN json_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
-                    THEN (props->>'price')::float8 ELSE 0 END AS price,
-               upper(left(CASE WHEN json_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
-               CASE WHEN json_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
-          FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
-  -- an_dev (small, analyzed) has the devices' final platform/country; joining the big an_devices
-  -- right after it was emptied (a rebuild, a crash) planned a nested loop of seq scans: minutes.
-  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
-  CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
-ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
-
-  // Funnel material: the first 20 timestamps per device, event and day are enough to find
-  // "the earliest step-k event at or after step k-1" for any realistic funnel.
-  await tx.query(`
-INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
-SELECT tenant_id, app_id, environment, name, day, anon_id, (array_agg(ts ORDER BY ts))[1:20]
-  FROM (SELECT tenant_id, app_id, environment, event_name AS name, day, anon_id, ts FROM an_ev WHERE event_name = ANY($1::text[])
-        UNION ALL
-        SELECT tenant_id, app_id, environment, '$trial', day, anon_id, ts FROM an_ev WHERE flag = ${FLAG.trial}) s
-  -- Name, day, device first: abbreviated sort keys, and within one app the primary-key order.
- GROUP BY name, day, anon_id, app_id, environment, tenant_id
-ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
-   SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
-             ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`,
-    [await funnelEventNames(tx)]);
-  // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
-  await bumpAppVersions(tx);
-  return n;
-}
-
 const ROLLUP_TABLES = [
   'an_devices', 'an_device_days', 'an_active_hist', 'an_sessions', 'an_session_hist', 'an_purchases', 'an_steps', 'an_cohort_hist', 'an_onb_hist', 'an_flag_hist',
 ];
@@ -252,22 +44,42 @@ SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_
 ON CONFLICT (app_id) DO NOTHING`);
   }
 
-  /** Folds partition `part`'s events in seq (its watermark, min(upper, watermark + chunk)] in one transaction. */
-  async function foldPart(part: number, upper: number, chunk: number, lookUpAll = false): Promise<FoldResult> {
+  /** Folds partition `part`'s events in seq (its watermark, to] in one transaction. */
+  async function foldPart(part: number, to: number, lookUpAll = false): Promise<FoldResult> {
     return withTx(db, async (tx) => {
       const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = $1 FOR UPDATE`, [part]);
       const from = Number(rows[0].watermark);
-      if (from >= upper) return { folded: 0, watermark: from };
+      if (from >= to) return { folded: 0, watermark: from };
       // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
       await tx.query(`SET LOCAL synchronous_commit = off`);
       // The fold's sorts and hash joins over a chunk fit in memory instead of spilling to disk.
       await tx.query(`SET LOCAL work_mem = '128MB'`);
-      const to = Math.min(upper, from + chunk);
-      await tx.query(stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id')} = ${part}`));
-      const folded = await foldStaged(tx, part, lookUpAll);
+      // The partitions already keep every core busy: parallel workers for the staging read (the
+      // partition filter makes the planner expect few rows) only competed with them.
+      await tx.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
+      // Each partition reads the range itself: a shared staging table read once measured slower
+      // (its write is serial; the two reads run in parallel).
+      const stage = stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id')} = ${part}`);
+      const folded = await foldEvents(tx, stage, part, lookUpAll);
       await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = $3`, [to, folded, part]);
       return { folded, watermark: to };
     });
+  }
+
+  /** Runs every partition's fold up to `to` in parallel. */
+  async function foldParts(to: number): Promise<FoldResult> {
+    const parts = Array.from({ length: FOLD_PARTS }, (_, p) => p);
+    const settled = await Promise.allSettled(parts.map((p) => foldPart(p, to)));
+    const results: FoldResult[] = [];
+    for (const [p, r] of settled.entries()) {
+      if (r.status === 'fulfilled') results.push(r.value);
+      else if (isConflict(r.reason)) results.push(await foldPart(p, to, true));
+      else throw r.reason;
+    }
+    return {
+      folded: results.reduce((n, r) => n + r.folded, 0),
+      watermark: Math.min(...results.map((r) => r.watermark)),
+    };
   }
 
   return {
@@ -300,23 +112,15 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
     },
 
     /**
-     * Folds up to `chunk` more seqs of every partition, the partitions in parallel. Returns the
-     * events folded and the lowest watermark.
+     * One round: every partition folds its devices' events in seq (its watermark, min(upper,
+     * lowest watermark + chunk)], in parallel. Returns the events folded and the lowest watermark.
      */
     async foldChunk(upper: number, chunk: number): Promise<FoldResult> {
       await registerApps(db);
-      const parts = Array.from({ length: FOLD_PARTS }, (_, p) => p);
-      const settled = await Promise.allSettled(parts.map((p) => foldPart(p, upper, chunk)));
-      const results: FoldResult[] = [];
-      for (const [p, r] of settled.entries()) {
-        if (r.status === 'fulfilled') results.push(r.value);
-        else if (isConflict(r.reason)) results.push(await foldPart(p, upper, chunk, true));
-        else throw r.reason;
-      }
-      return {
-        folded: results.reduce((n, r) => n + r.folded, 0),
-        watermark: Math.min(...results.map((r) => r.watermark)),
-      };
+      const { rows } = await db.query<{ lo: number }>(`SELECT min(watermark)::bigint AS lo FROM an_rollup_state`);
+      const lo = Number(rows[0].lo);
+      if (lo >= upper) return { folded: 0, watermark: lo };
+      return foldParts(Math.min(upper, lo + chunk));
     },
 
     /**
@@ -355,9 +159,8 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
         await tx.query(`SET LOCAL work_mem = '128MB'`);
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
-        await tx.query(stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`));
         // The app's rows were just deleted: every session is new (no look-ups).
-        return foldStaged(tx, 0, false);
+        return foldEvents(tx, stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`), 0, false);
       });
     },
 

@@ -1,0 +1,222 @@
+import type { Tx } from '../../db/pool.js';
+import { bumpAppVersions } from './funnel-store.js';
+import {
+  cohortDelta, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, sessionDelta, sessionHist,
+  STAGE_NEW_DAYS, stageSessions, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
+} from './fold-sql.js';
+import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
+
+/** The fold of one batch of events into the rollups (store.ts runs it per partition and chunk). */
+
+/** an_devices columns the fold maintains (besides the key). */
+const DEVICE_COLS = [
+  'first_ts', 'first_day', 'platform', 'country', 'last_day', 'ret_mask', 'onb_day', 'last_ts', 'last_session', ...FLAG_LAST_COLS,
+];
+
+const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
+
+/**
+ * Folds the events `stage` puts in the temp table an_ev into every rollup table; histogram deltas
+ * go to partition `part`'s cells. `lookUpAll` looks every session of the batch up (stageSessions). Returns the
+ * number of events folded.
+ */
+export async function foldEvents(tx: Tx, stage: string, part: number, lookUpAll: boolean): Promise<number> {
+  const n = (await tx.query(stage)).rowCount ?? 0;
+  if (n === 0) return 0;
+  // The fold's temp tables are analyzed for row counts and fractions (new, late, looked up):
+  // a small sample gives those; the default one costs more than some of the statements.
+  await tx.query(`SET LOCAL default_statistics_target = 10`);
+  await tx.query(`ANALYZE an_ev`);
+
+  // 0. The batch's devices as stored (one look-up per device).
+  await tx.query(`
+CREATE TEMP TABLE an_old ON COMMIT DROP AS
+SELECT o.*, o.ctid AS tid FROM (SELECT DISTINCT anon_id, app_id, environment FROM an_ev) b
+  JOIN an_devices o ON o.app_id = b.app_id AND o.environment = b.environment AND o.anon_id = b.anon_id`);
+  await tx.query(`ANALYZE an_old`);
+
+  // 1. The batch per device-day, marking the days the device did not have yet. Only a day up to the
+  // device's stored last day can exist: in ingestion order few do, and only those are looked up.
+  await tx.query(`
+CREATE TEMP TABLE an_dd ON COMMIT DROP AS
+SELECT v.*, true AS is_new, 0 AS old_flags, (v.day <= o.last_day) IS TRUE AS probe
+  FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags
+          FROM an_ev GROUP BY anon_id, day, app_id, environment, tenant_id) v
+  LEFT JOIN an_old o ON o.app_id = v.app_id AND o.environment = v.environment AND o.anon_id = v.anon_id`);
+  await tx.query(`ANALYZE an_dd`);
+  const { rowCount: oldDays } = await tx.query(`
+UPDATE an_dd v SET is_new = false, old_flags = x.flags
+  FROM an_device_days x WHERE v.probe AND x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
+
+  // 2. Per device: merge the batch into the stored device row. A device is "late" when the batch
+  // adds a day before its last known day (its first event, platform, country, previous-day chain
+  // or retention bits may change); late devices are recomputed from their full history below.
+  // In-order devices (the normal case) update incrementally.
+  await tx.query(`
+CREATE TEMP TABLE an_dev ON COMMIT DROP AS
+SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
+       (o.anon_id IS NOT NULL AND f.ts < o.first_ts) AS moved,
+       (o.anon_id IS NOT NULL AND (c.min_new < o.last_day OR f.ts < o.first_ts)) IS TRUE AS late,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.ts ELSE o.first_ts END AS first_ts,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.day ELSE o.first_day END AS first_day,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.platform ELSE o.platform END AS platform,
+       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.country ELSE o.country END AS country,
+       o.platform AS old_platform, o.country AS old_country, o.last_day AS old_last, (o.anon_id IS NOT NULL) AS existed,
+       o.first_day AS old_first_day, o.ret_mask AS old_mask, o.onb_day AS old_onb,
+       greatest(o.last_day, c.max_day) AS last_day,
+       coalesce(o.ret_mask, 0) | (
+         SELECT coalesce(bit_or(CASE nd - coalesce(o.first_day, f.day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
+                                  WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) FROM unnest(c.new_days) nd) AS ret_mask,
+       least(o.onb_day, c.onb) AS onb_day,
+       o.last_ts AS old_last_ts, o.last_session AS old_last_session, o.tid AS old_tid,
+       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_ts ELSE o.last_ts END AS last_ts,
+       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_session ELSE o.last_session END AS last_session,
+       ${FLAG_DEV_COLS}
+  -- The device's first and last event of the batch, from one sort.
+  FROM (SELECT DISTINCT ON (anon_id, app_id, environment) tenant_id, app_id, environment, anon_id, ts, day, platform, country,
+               last_value(ts) OVER w AS l_ts, last_value(session_id) OVER w AS l_session
+          FROM an_ev
+        WINDOW w AS (PARTITION BY anon_id, app_id, environment ORDER BY ts, event_id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+         ORDER BY anon_id, app_id, environment, ts, event_id) f
+  LEFT JOIN an_old o ON o.app_id = f.app_id AND o.environment = f.environment AND o.anon_id = f.anon_id
+  JOIN (SELECT app_id, environment, anon_id, max(day) AS max_day, min(day) FILTER (WHERE is_new) AS min_new,
+               min(day) FILTER (WHERE flags & ${FLAG.onbStarted} <> 0) AS onb, array_agg(day) FILTER (WHERE is_new) AS new_days,
+               ${FLAG_NEW_AGG}
+          FROM an_dd GROUP BY anon_id, app_id, environment) c
+    ON c.app_id = f.app_id AND c.environment = f.environment AND c.anon_id = f.anon_id`);
+  await tx.query(`ANALYZE an_dev`);
+  // Flag histogram: devices gaining a flag bit before their latest day with it, or moving
+  // platform/country, leave it with their stored flagged days now and re-enter, recomputed, at the
+  // end. In-order devices add their newly flagged days directly (fold-flags.ts). Other devices'
+  // flagged days keep their gaps (days without flags do not count in a flag's chain).
+  await tx.query(`
+CREATE TEMP TABLE an_fr ON COMMIT DROP AS
+SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE m.flag_slow OR (${MOVED})`);
+  await tx.query(`ANALYZE an_fr`);
+  await tx.query(flagDelta('-', part));
+  await tx.query(flagFast(MOVED, part));
+  // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
+  await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
+  // Stored devices (an_old said which) are updated at the row address an_old read (this is the
+  // transaction's first write to an_devices, and only this partition writes these rows): one heap
+  // fetch each, where a join by key hashed the whole table. New ones are plain inserts.
+  const cols = DEVICE_COLS.join(', ');
+  await tx.query(`SET LOCAL enable_hashjoin = off`);
+  await tx.query(`SET LOCAL enable_mergejoin = off`);
+  await tx.query(`
+UPDATE an_devices d SET (${cols}) = (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})
+  FROM an_dev m
+ WHERE m.existed AND d.ctid = m.old_tid AND d.anon_id = m.anon_id AND d.app_id = m.app_id AND d.environment = m.environment
+   AND (${DEVICE_COLS.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})`);
+  await tx.query(`SET LOCAL enable_hashjoin = on`);
+  await tx.query(`SET LOCAL enable_mergejoin = on`);
+  await tx.query(`
+INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, ${cols})
+SELECT tenant_id, app_id, environment, anon_id, ${cols} FROM an_dev WHERE NOT existed ORDER BY anon_id, app_id, environment`);
+
+  // A late first event can change the device's platform/country: its copies follow (and its
+  // sessions move between histogram cells).
+  const { rows: [special] } = await tx.query<{ moved: number; late: number }>(
+    `SELECT count(*) FILTER (WHERE ${MOVED})::int AS moved, count(*) FILTER (WHERE m.late)::int AS late FROM an_dev m`);
+  if (special.moved > 0) {
+    const movedSessions = `an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`;
+    await tx.query(sessionDelta('-', movedSessions, part));
+    for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
+      await tx.query(`
+UPDATE ${table} t SET platform = m.platform, country = m.country
+  FROM an_dev m WHERE ${MOVED} AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
+    }
+    await tx.query(sessionDelta('+', movedSessions, part));
+  }
+
+  // 3. Device-days: existing days are updated, new ones inserted with their previous active day;
+  // the new days of in-order devices enter the active-user histogram from the staged rows.
+  await tx.query(STAGE_NEW_DAYS);
+  if (oldDays) await tx.query(UPDATE_OLD_DAYS);
+  await tx.query(INSERT_NEW_DAYS);
+  await tx.query(histDelta('+', 'an_ddn y WHERE NOT y.late', part));
+
+  // 4. Late devices: previous-day chain, retention bits and onboarding day from the full history.
+  if (special.late > 0) {
+    await tx.query(`
+UPDATE an_device_days t SET prev_day = x.prev
+  FROM (SELECT y.app_id, y.environment, y.anon_id, y.day, y.prev_day AS old,
+               lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id ORDER BY y.day) AS prev
+          FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
+         WHERE a.late) x
+ WHERE t.app_id = x.app_id AND t.environment = x.environment AND t.day = x.day AND t.anon_id = x.anon_id
+   AND x.old IS DISTINCT FROM x.prev`);
+    await tx.query(`
+UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
+  FROM (SELECT a.app_id, a.environment, a.anon_id,
+               coalesce(bit_or(CASE y.day - a.first_day WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
+                                 WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) AS mask,
+               min(y.day) FILTER (WHERE y.flags & ${FLAG.onbStarted} <> 0) AS onb
+          FROM an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id
+         WHERE a.late GROUP BY 1, 2, 3) s
+ WHERE d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id`);
+    // an_dev keeps every batch device's final values (the cohort delta reads them there).
+    await tx.query(`
+UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
+  FROM an_devices d WHERE a.late AND d.app_id = a.app_id AND d.environment = a.environment AND d.anon_id = a.anon_id`);
+    await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
+  }
+
+  // New-user cohorts: touched devices whose cohort cell changed leave the old one and enter the new.
+  await tx.query(cohortDelta(part));
+  await tx.query(flagDelta('+', part));
+
+  // Sessions: the batch's sessions with their stored extent, then update / insert / histogram delta.
+  await tx.query(stageSessions(lookUpAll));
+  // Statistics first: unanalyzed, the planner hash-joins the few looked-up / existing ones with all of an_sessions.
+  await tx.query(`ANALYZE an_sv`);
+  if ((await tx.query(FIND_SESSIONS)).rowCount) await tx.query(UPDATE_SESSIONS);
+  await tx.query(INSERT_SESSIONS);
+  await tx.query(sessionHist(part));
+
+  await tx.query(`
+INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
+                          price, currency, amount_usd, period, period_end, mrr_usd)
+SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, d.country, v.kind, v.ts, v.day,
+       v.price, v.currency, v.price * r.rate, v.period,
+       CASE WHEN v.kind = 'paid' THEN an_period_end(v.day, v.period) END,
+       CASE WHEN v.kind = 'paid' THEN an_monthly(v.price * r.rate, v.period) END
+  FROM (SELECT tenant_id, app_id, environment, event_id, anon_id, ts, day,
+               CASE WHEN event_name = 'purchase_refunded' THEN 'refund' WHEN flag = ${FLAG.trial} THEN 'trial' ELSE 'paid' END AS kind,
+               CASE WHEN json_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
+                    THEN (props->>'price')::float8 ELSE 0 END AS price,
+               upper(left(CASE WHEN json_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
+               CASE WHEN json_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
+          FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
+  -- an_dev (small, analyzed) has the devices' final platform/country; joining the big an_devices
+  -- right after it was emptied (a rebuild, a crash) planned a nested loop of seq scans: minutes.
+  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+  CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
+ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
+
+  // Funnel material: the first 20 timestamps per device, event and day are enough to find
+  // "the earliest step-k event at or after step k-1" for any realistic funnel. A row can only be
+  // stored already for a day up to the device's stored last day: the others are plain inserts.
+  await tx.query(`
+WITH g AS MATERIALIZED (
+SELECT s.tenant_id, s.app_id, s.environment, s.name, s.day, s.anon_id, (array_agg(s.ts ORDER BY s.ts))[1:20] AS tss,
+       (s.day <= d.old_last) IS TRUE AS stored
+  FROM (SELECT tenant_id, app_id, environment, event_name AS name, day, anon_id, ts FROM an_ev WHERE event_name = ANY($1::text[])
+        UNION ALL
+        SELECT tenant_id, app_id, environment, '$trial', day, anon_id, ts FROM an_ev WHERE flag = ${FLAG.trial}) s
+  JOIN an_dev d ON d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id
+  -- Name, day, device first: abbreviated sort keys, and within one app the primary-key order.
+ GROUP BY s.name, s.day, s.anon_id, s.app_id, s.environment, s.tenant_id, d.old_last),
+fresh AS (
+INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
+SELECT tenant_id, app_id, environment, name, day, anon_id, tss FROM g WHERE NOT stored)
+INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
+SELECT tenant_id, app_id, environment, name, day, anon_id, tss FROM g WHERE stored
+ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
+   SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
+             ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`,
+    [await funnelEventNames(tx)]);
+  // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
+  await bumpAppVersions(tx);
+  return n;
+}
