@@ -163,6 +163,8 @@ Baselines, the same command at full size (10,000,000 / 1,000,000): first pass (2
 funnel/onboarding p99 687; funnel/retention p99 2,115. Second pass (2026-11-21T21:58Z: unlogged rollups, histograms, read shapes) fold
 13,257 events/s; kpis p50 ~420 / p99 491; timeseries 3 metrics / all 24 p99 82 / 268; funnel/onboarding p99 766; funnel/retention p99 2,240;
 funnel/aso (not in the bench then) ~4,600 per request; retention p99 44; activity p99 5; lag p50 16 s / max 23 s at 20,067 events/s.
+Third pass (2026-11-22T00:18Z: materialized funnel answers, one fold transaction per chunk) fold 18,414 events/s; kpis p50 159 / p99 250;
+timeseries 82 / 152; funnels p99 9-14; retention p99 27; activity p99 7; lag p50 14 s / max 25 s at 20,133 events/s.
 Load average during this run (1 min, at the end): ${loadavg()[0].toFixed(2)} on 2 cores shared with other engineers' runs.
 
 Steady state: ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;

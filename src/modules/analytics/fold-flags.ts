@@ -25,17 +25,16 @@ export const FLAG_DEV_COLS = [
 export const FLAG_LAST_COLS = BITS.map((b) => `flag_last_${b}`);
 
 /** Flag-histogram rows of the in-order devices' newly flagged days; `moved` is the moved-device condition on `m`. */
-export function flagFast(moved: string, part: number): string {
+export function flagFast(moved: string): string {
   const oldLast = `CASE f.bit ${BITS.map((b) => `WHEN ${b} THEN m.old_fl_${b}`).join(' ')} END`;
   return `
-INSERT INTO an_flag_hist (tenant_id, app_id, environment, day, platform, country, flag, gap, n, part)
+INSERT INTO an_d_flag (tenant_id, app_id, environment, day, platform, country, flag, gap, n)
 SELECT tenant_id, app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), bit,
-       coalesce(day - prev, 100000), count(*)::int, ${part}
+       coalesce(day - prev, 100000), count(*)::int
   FROM (SELECT v.tenant_id, v.app_id, v.environment, v.day, m.platform, m.country, f.bit,
                coalesce(lag(v.day) OVER (PARTITION BY v.anon_id, v.app_id, v.environment, f.bit ORDER BY v.day), ${oldLast}) AS prev
           FROM an_dd v JOIN an_dev m ON m.app_id = v.app_id AND m.environment = v.environment AND m.anon_id = v.anon_id
          CROSS JOIN unnest('{${BITS.join(',')}}'::int[]) AS f(bit)
          WHERE v.flags & ~v.old_flags & f.bit <> 0 AND NOT m.flag_slow AND NOT (${moved})) z
- GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-ON CONFLICT (app_id, environment, day, platform, country, flag, gap, part) DO UPDATE SET n = an_flag_hist.n + EXCLUDED.n`;
+ GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
 }

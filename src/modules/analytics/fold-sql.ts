@@ -49,34 +49,58 @@ SELECT DISTINCT st->>'event' AS e FROM app_settings s
   return [...new Set([...DEFAULT_FUNNEL_EVENTS, ...rows.map((r) => r.e)])];
 }
 
-/** Adds (+) or removes (-) the device-day rows `y` of `from` to / from partition `part`'s active-user histogram. */
-export function histDelta(sign: '+' | '-', from: string, part: number): string {
+/**
+ * The histograms the fold maintains by deltas: table, per-transaction delta table, cell key (after
+ * app and environment), summed columns. The fold's statements write their deltas to the delta
+ * tables; APPLY_HIST_DELTAS adds them to the cells at the end of the batch, in one fixed order
+ * (table, then cell key). Two partitions' transactions sharing cells then wait for each other only
+ * there and never deadlock, and every cell stays one row for the readers.
+ */
+const HISTS = [
+  ['an_active_hist', 'an_d_active', 'day, platform, country, gap', ['n']],
+  ['an_session_hist', 'an_d_session', 'start_day, end_day, platform, country', ['n', 'dur']],
+  ['an_cohort_hist', 'an_d_cohort', 'first_day, platform, country, ret_mask', ['n']],
+  ['an_onb_hist', 'an_d_onb', 'first_day, platform, country, onb_off', ['n']],
+  ['an_flag_hist', 'an_d_flag', 'day, platform, country, flag, gap', ['n']],
+] as const;
+
+export const CREATE_HIST_DELTAS = HISTS.map(([table, delta]) => `CREATE TEMP TABLE ${delta} (LIKE ${table}) ON COMMIT DROP`).join(';\n');
+
+export const APPLY_HIST_DELTAS = HISTS.map(([table, delta, cell, sums]) => {
+  const key = `app_id, environment, ${cell}`;
   return `
-INSERT INTO an_active_hist (tenant_id, app_id, environment, day, platform, country, gap, n, part)
+INSERT INTO ${table} (tenant_id, ${key}, ${sums.join(', ')})
+SELECT tenant_id, ${key}, ${sums.map((c) => `sum(${c})`).join(', ')} FROM ${delta}
+ GROUP BY ${key}, tenant_id HAVING ${sums.map((c) => `sum(${c}) <> 0`).join(' OR ')}
+ ORDER BY ${key}
+ON CONFLICT (${key}) DO UPDATE SET ${sums.map((c) => `${c} = ${table}.${c} + EXCLUDED.${c}`).join(', ')}`;
+});
+
+/** Adds (+) or removes (-) the device-day rows `y` of `from` to / from the active-user histogram (its delta table). */
+export function histDelta(sign: '+' | '-', from: string): string {
+  return `
+INSERT INTO an_d_active (tenant_id, app_id, environment, day, platform, country, gap, n)
 SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknown'), coalesce(y.country, 'unknown'),
-       coalesce(y.day - y.prev_day, 100000), ${sign}count(*)::int, ${part}
+       coalesce(y.day - y.prev_day, 100000), ${sign}count(*)::int
   FROM ${from}
- GROUP BY 1, 2, 3, 4, 5, 6, 7
-ON CONFLICT (app_id, environment, day, platform, country, gap, part) DO UPDATE SET n = an_active_hist.n + EXCLUDED.n`;
+ GROUP BY 1, 2, 3, 4, 5, 6, 7`;
 }
 
-/** Adds (+) or removes (-) the sessions `y` of `from` to / from partition `part`'s session histogram. */
-export function sessionDelta(sign: '+' | '-', from: string, part: number): string {
+/** Adds (+) or removes (-) the sessions `y` of `from` to / from the session histogram (its delta table). */
+export function sessionDelta(sign: '+' | '-', from: string): string {
   return `
-INSERT INTO an_session_hist (tenant_id, app_id, environment, start_day, end_day, platform, country, n, dur, part)
+INSERT INTO an_d_session (tenant_id, app_id, environment, start_day, end_day, platform, country, n, dur)
 SELECT y.tenant_id, y.app_id, y.environment, y.start_day, y.end_day, coalesce(y.platform, 'unknown'), coalesce(y.country, 'unknown'),
-       ${sign}count(*)::int, ${sign}coalesce(sum(extract(epoch FROM y.end_ts - y.start_ts)), 0)::float8, ${part}
+       ${sign}count(*)::int, ${sign}coalesce(sum(extract(epoch FROM y.end_ts - y.start_ts)), 0)::float8
   FROM ${from}
- GROUP BY 1, 2, 3, 4, 5, 6, 7
-ON CONFLICT (app_id, environment, start_day, end_day, platform, country, part) DO UPDATE
-   SET n = an_session_hist.n + EXCLUDED.n, dur = an_session_hist.dur + EXCLUDED.dur`;
+ GROUP BY 1, 2, 3, 4, 5, 6, 7`;
 }
 
 /**
  * Moves the devices of the batch (an_dev: their final values, and those before the batch) between
  * new-user cohort cells. Devices whose cell did not change (the usual in-order case) cost nothing.
  */
-export function cohortDelta(part: number): string {
+export function cohortDelta(): string {
   const changed = `(c.first_day, c.platform, c.country, c.ret_mask, c.onb_day) IS DISTINCT FROM (c.old_first_day, c.old_platform, c.old_country, c.old_mask, c.old_onb)`;
   return `
 WITH c AS (
@@ -92,30 +116,27 @@ SELECT c.tenant_id, c.app_id, c.environment, c.old_first_day, coalesce(c.old_pla
        c.old_mask, c.old_onb - c.old_first_day, -1
   FROM c WHERE c.existed AND ${changed}),
 cohorts AS (
-INSERT INTO an_cohort_hist (tenant_id, app_id, environment, first_day, platform, country, ret_mask, n, part)
-SELECT tenant_id, app_id, environment, fd, p, k, mask, sum(sg)::int, ${part} FROM delta GROUP BY 1, 2, 3, 4, 5, 6, 7 HAVING sum(sg) <> 0
-ON CONFLICT (app_id, environment, first_day, platform, country, ret_mask, part) DO UPDATE SET n = an_cohort_hist.n + EXCLUDED.n)
-INSERT INTO an_onb_hist (tenant_id, app_id, environment, first_day, platform, country, onb_off, n, part)
-SELECT tenant_id, app_id, environment, fd, p, k, onb, sum(sg)::int, ${part} FROM delta WHERE onb IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7 HAVING sum(sg) <> 0
-ON CONFLICT (app_id, environment, first_day, platform, country, onb_off, part) DO UPDATE SET n = an_onb_hist.n + EXCLUDED.n`;
+INSERT INTO an_d_cohort (tenant_id, app_id, environment, first_day, platform, country, ret_mask, n)
+SELECT tenant_id, app_id, environment, fd, p, k, mask, sum(sg)::int FROM delta GROUP BY 1, 2, 3, 4, 5, 6, 7 HAVING sum(sg) <> 0)
+INSERT INTO an_d_onb (tenant_id, app_id, environment, first_day, platform, country, onb_off, n)
+SELECT tenant_id, app_id, environment, fd, p, k, onb, sum(sg)::int FROM delta WHERE onb IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7 HAVING sum(sg) <> 0`;
 }
 
 /**
  * Adds (+) or removes (-) the flagged days of the devices in an_fr to / from the flag histogram:
  * per flag bit, each flagged day with its gap to the device's previous day with that bit.
  */
-export function flagDelta(sign: '+' | '-', part: number): string {
+export function flagDelta(sign: '+' | '-'): string {
   const bits = Object.values(FLAG).join(',');
   return `
-INSERT INTO an_flag_hist (tenant_id, app_id, environment, day, platform, country, flag, gap, n, part)
+INSERT INTO an_d_flag (tenant_id, app_id, environment, day, platform, country, flag, gap, n)
 SELECT tenant_id, app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), bit,
-       coalesce(day - prev, 100000), ${sign}count(*)::int, ${part}
+       coalesce(day - prev, 100000), ${sign}count(*)::int
   FROM (SELECT y.tenant_id, y.app_id, y.environment, y.day, y.platform, y.country, f.bit,
                lag(y.day) OVER (PARTITION BY y.anon_id, y.app_id, y.environment, f.bit ORDER BY y.day) AS prev
           FROM an_fr r JOIN an_device_days y ON y.app_id = r.app_id AND y.environment = r.environment AND y.anon_id = r.anon_id
          CROSS JOIN unnest('{${bits}}'::int[]) AS f(bit) WHERE y.flags & f.bit <> 0) z
- GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-ON CONFLICT (app_id, environment, day, platform, country, flag, gap, part) DO UPDATE SET n = an_flag_hist.n + EXCLUDED.n`;
+ GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
 }
 
 /*
@@ -171,10 +192,10 @@ SELECT tenant_id, app_id, environment, session_id, anon_id, platform, country, s
   FROM an_sv WHERE NOT existed ORDER BY session_id, app_id, environment`;
 
 /** Histogram delta of the staged sessions: new ones enter; existing ones leave their old cell for the widened one. */
-export const sessionHist = (part: number) => `
-INSERT INTO an_session_hist (tenant_id, app_id, environment, start_day, end_day, platform, country, n, dur, part)
+export const SESSION_HIST = `
+INSERT INTO an_d_session (tenant_id, app_id, environment, start_day, end_day, platform, country, n, dur)
 SELECT tenant_id, app_id, environment, sd, ed, coalesce(platform, 'unknown'), coalesce(country, 'unknown'),
-       sum(sg)::int, coalesce(sum(sg * extract(epoch FROM e - s)), 0)::float8, ${part}
+       sum(sg)::int, coalesce(sum(sg * extract(epoch FROM e - s)), 0)::float8
   FROM (SELECT tenant_id, app_id, environment, platform, country,
                CASE WHEN existed THEN least(sd, o_sd) ELSE sd END AS sd, CASE WHEN existed THEN greatest(ed, o_ed) ELSE ed END AS ed,
                CASE WHEN existed THEN least(s, o_s) ELSE s END AS s, CASE WHEN existed THEN greatest(e, o_e) ELSE e END AS e, 1 AS sg
@@ -182,10 +203,7 @@ SELECT tenant_id, app_id, environment, sd, ed, coalesce(platform, 'unknown'), co
         UNION ALL
         SELECT tenant_id, app_id, environment, platform, country, o_sd, o_ed, o_s, o_e, -1 FROM an_sv WHERE existed) y
  GROUP BY tenant_id, app_id, environment, sd, ed, platform, country
- HAVING sum(sg) <> 0 OR sum(sg * extract(epoch FROM e - s)) <> 0
-ON CONFLICT (app_id, environment, start_day, end_day, platform, country, part) DO UPDATE
-   SET n = an_session_hist.n + EXCLUDED.n, dur = an_session_hist.dur + EXCLUDED.dur`;
-
+ HAVING sum(sg) <> 0 OR sum(sg * extract(epoch FROM e - s)) <> 0`;
 /**
  * The batch's device-days the table does not have yet, with their previous active day. For
  * in-order devices that is the latest of the stored last day and the batch's earlier days (the

@@ -1,7 +1,7 @@
 import type { Tx } from '../../db/pool.js';
 import { bumpAppVersions } from './funnel-store.js';
 import {
-  cohortDelta, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, sessionDelta, sessionHist,
+  APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta,
   STAGE_NEW_DAYS, stageSessions, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
 } from './fold-sql.js';
 import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
@@ -16,17 +16,17 @@ const DEVICE_COLS = [
 const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
 
 /**
- * Folds the events `stage` puts in the temp table an_ev into every rollup table; histogram deltas
- * go to partition `part`'s cells. `lookUpAll` looks every session of the batch up (stageSessions). Returns the
- * number of events folded.
+ * Folds the events `stage` puts in the temp table an_ev into every rollup table. `lookUpAll` looks
+ * every session of the batch up (stageSessions). Returns the number of events folded.
  */
-export async function foldEvents(tx: Tx, stage: string, part: number, lookUpAll: boolean): Promise<number> {
+export async function foldEvents(tx: Tx, stage: string, lookUpAll: boolean): Promise<number> {
   const n = (await tx.query(stage)).rowCount ?? 0;
   if (n === 0) return 0;
   // The fold's temp tables are analyzed for row counts and fractions (new, late, looked up):
   // a small sample gives those; the default one costs more than some of the statements.
   await tx.query(`SET LOCAL default_statistics_target = 10`);
   await tx.query(`ANALYZE an_ev`);
+  await tx.query(CREATE_HIST_DELTAS);
 
   // 0. The batch's devices as stored (one look-up per device).
   await tx.query(`
@@ -93,10 +93,10 @@ SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
 CREATE TEMP TABLE an_fr ON COMMIT DROP AS
 SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE m.flag_slow OR (${MOVED})`);
   await tx.query(`ANALYZE an_fr`);
-  await tx.query(flagDelta('-', part));
-  await tx.query(flagFast(MOVED, part));
+  await tx.query(flagDelta('-'));
+  await tx.query(flagFast(MOVED));
   // Late devices leave the active-user histogram now and re-enter it, recomputed, at the end.
-  await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
+  await tx.query(histDelta('-', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
   // Stored devices (an_old said which) are updated at the row address an_old read (this is the
   // transaction's first write to an_devices, and only this partition writes these rows): one heap
   // fetch each, where a join by key hashed the whole table. New ones are plain inserts.
@@ -120,13 +120,13 @@ SELECT tenant_id, app_id, environment, anon_id, ${cols} FROM an_dev WHERE NOT ex
     `SELECT count(*) FILTER (WHERE ${MOVED})::int AS moved, count(*) FILTER (WHERE m.late)::int AS late FROM an_dev m`);
   if (special.moved > 0) {
     const movedSessions = `an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`;
-    await tx.query(sessionDelta('-', movedSessions, part));
+    await tx.query(sessionDelta('-', movedSessions));
     for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
       await tx.query(`
 UPDATE ${table} t SET platform = m.platform, country = m.country
   FROM an_dev m WHERE ${MOVED} AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
     }
-    await tx.query(sessionDelta('+', movedSessions, part));
+    await tx.query(sessionDelta('+', movedSessions));
   }
 
   // 3. Device-days: existing days are updated, new ones inserted with their previous active day;
@@ -134,7 +134,7 @@ UPDATE ${table} t SET platform = m.platform, country = m.country
   await tx.query(STAGE_NEW_DAYS);
   if (oldDays) await tx.query(UPDATE_OLD_DAYS);
   await tx.query(INSERT_NEW_DAYS);
-  await tx.query(histDelta('+', 'an_ddn y WHERE NOT y.late', part));
+  await tx.query(histDelta('+', 'an_ddn y WHERE NOT y.late'));
 
   // 4. Late devices: previous-day chain, retention bits and onboarding day from the full history.
   if (special.late > 0) {
@@ -159,12 +159,12 @@ UPDATE an_devices d SET ret_mask = s.mask, onb_day = s.onb
     await tx.query(`
 UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
   FROM an_devices d WHERE a.late AND d.app_id = a.app_id AND d.environment = a.environment AND d.anon_id = a.anon_id`);
-    await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late', part));
+    await tx.query(histDelta('+', 'an_dev a JOIN an_device_days y ON y.app_id = a.app_id AND y.environment = a.environment AND y.anon_id = a.anon_id WHERE a.late'));
   }
 
   // New-user cohorts: touched devices whose cohort cell changed leave the old one and enter the new.
-  await tx.query(cohortDelta(part));
-  await tx.query(flagDelta('+', part));
+  await tx.query(cohortDelta());
+  await tx.query(flagDelta('+'));
 
   // Sessions: the batch's sessions with their stored extent, then update / insert / histogram delta.
   await tx.query(stageSessions(lookUpAll));
@@ -172,7 +172,7 @@ UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
   await tx.query(`ANALYZE an_sv`);
   if ((await tx.query(FIND_SESSIONS)).rowCount) await tx.query(UPDATE_SESSIONS);
   await tx.query(INSERT_SESSIONS);
-  await tx.query(sessionHist(part));
+  await tx.query(SESSION_HIST);
 
   await tx.query(`
 INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
@@ -216,6 +216,7 @@ ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
    SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
              ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`,
     [await funnelEventNames(tx)]);
+  for (const sql of APPLY_HIST_DELTAS) await tx.query(sql);
   // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
   await bumpAppVersions(tx);
   return n;

@@ -60,7 +60,7 @@ ON CONFLICT (app_id) DO NOTHING`);
       // Each partition reads the range itself: a shared staging table read once measured slower
       // (its write is serial; the two reads run in parallel).
       const stage = stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id')} = ${part}`);
-      const folded = await foldEvents(tx, stage, part, lookUpAll);
+      const folded = await foldEvents(tx, stage, lookUpAll);
       await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = $3`, [to, folded, part]);
       return { folded, watermark: to };
     });
@@ -150,7 +150,7 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
     /**
      * Rebuilds one app's rollups from its raw events up to each partition's watermark, in one
      * transaction (holding every partition's state row): readers keep the old numbers until the
-     * new ones commit. Its histogram cells all go to partition 0: reads sum the partitions.
+     * new ones commit.
      */
     async rebuildApp(appId: string, timezone: string): Promise<number> {
       return withTx(db, async (tx) => {
@@ -160,7 +160,7 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
         // The app's rows were just deleted: every session is new (no look-ups).
-        return foldEvents(tx, stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`), 0, false);
+        return foldEvents(tx, stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`), false);
       });
     },
 
