@@ -49,7 +49,7 @@ try {
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
   await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES]);
   times.clear();
-  const store = createRollupStore(pool);
+  const store = createRollupStore(pool, { parts: 2 });
   const max = Number((await pool.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
   const t0 = performance.now();
   for (let wm = 0; wm < max; ) {

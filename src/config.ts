@@ -29,6 +29,8 @@ export interface Config {
   rollupIntervalS: number;
   /** Pacing of the worker's funnel-answer refresh; a stored answer serves for up to twice this after its data changed. */
   funnelRefreshS: number;
+  /** Device partitions the analytics fold runs in parallel (one database connection and core each). */
+  foldPartitions: number;
   exportTtlHours: number;
   adNetwork: {
     authUrl: string;
@@ -111,6 +113,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 500, 10, 60_000),
     rollupIntervalS: int(env, 'ROLLUP_INTERVAL_S', 60, 1, 86400),
     funnelRefreshS: int(env, 'ANALYTICS_FUNNEL_REFRESH_S', 60, 1, 86400),
+    foldPartitions: int(env, 'ANALYTICS_FOLD_PARTITIONS', 2, 1, 16),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',

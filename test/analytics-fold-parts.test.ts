@@ -49,3 +49,31 @@ describe('analytics: parallel fold partitions', () => {
     assert.equal(m.avg_session_duration, 330); // (60 + 120 + ... + 600) s / 10 sessions
   });
 });
+
+// ANALYTICS_FOLD_PARTITIONS differs from the stored partitions (2, from the migration): the fold
+// re-cuts them once every partition has folded the same events, and folds with the new count.
+describe('analytics: a changed fold partition count', () => {
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARTITIONS: '3' });
+
+  it('re-cuts the partitions at a common watermark and folds every device once', async () => {
+    const start = Date.now() - 3_600_000;
+    const batch = Array.from({ length: 30 }, () => [randomUUID(), randomUUID()]).flatMap(([anon, session]) => [
+      makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
+      makeEvent({ event_name: 'screen_view', ts_ms: start + 300_000, user: { anon_id: anon }, context: { session_id: session } }),
+    ]);
+    const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+    assert.equal(r.status, 202, r.text);
+
+    for (let i = 0; ; i++) {
+      const { rows } = await s.server.db.query(`SELECT count(*)::int AS parts,
+        count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
+      if (rows[0].parts === 3 && rows[0].done === 3) break;
+      assert.ok(i < 200, `3 partitions folded the batch: ${JSON.stringify(rows[0])}`);
+      await sleep(50);
+    }
+    const k = await s.c.get('/api/v1/analytics/kpis?period=7d', s.t.console);
+    assert.equal(k.status, 200, k.text);
+    const m = Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+    assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
+  });
+});

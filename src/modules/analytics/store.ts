@@ -9,14 +9,11 @@ import { stageSql } from './fold-sql.js';
  */
 
 /**
- * Device partitions folded in parallel, one transaction and connection each (migration 012): one
- * per core of the reference machine. Fixed, because a device's partition must not change while
- * partitions' watermarks differ; changing it means refolding (empty the rollups and the state).
+ * The fold runs as device partitions in parallel, one transaction and connection each (migration
+ * 012); an_rollup_state has one row (watermark) per partition. A device's partition is the stable
+ * hash PostgreSQL's own hash partitioning uses, modulo the partition count.
  */
-export const FOLD_PARTS = 2;
-
-/** A device's partition: the stable hash PostgreSQL's own hash partitioning uses. */
-const partOf = (anonId: string) => `abs(uuid_hash_extended(${anonId}, 0) % ${FOLD_PARTS})`;
+const partOf = (anonId: string, parts: number) => `abs(uuid_hash_extended(${anonId}, 0) % ${parts})`;
 
 /**
  * A batch session found stored only on insert (stageSessions): a unique violation. One reported by
@@ -35,7 +32,8 @@ export interface FoldResult {
   watermark: number;
 }
 
-export function createRollupStore(db: Db) {
+/** `parts`: the configured partition count (ANALYTICS_FOLD_PARTITIONS). */
+export function createRollupStore(db: Db, { parts }: { parts: number }) {
   /** Every app gets its rollup timezone recorded the first time the fold meets it. */
   async function registerApps(q: Queryable): Promise<void> {
     await q.query(`
@@ -44,8 +42,8 @@ SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_
 ON CONFLICT (app_id) DO NOTHING`);
   }
 
-  /** Folds partition `part`'s events in seq (its watermark, to] in one transaction. */
-  async function foldPart(part: number, to: number, lookUpAll = false): Promise<FoldResult> {
+  /** Folds partition `part` of `n`: its events in seq (its watermark, to], in one transaction. */
+  async function foldPart(part: number, n: number, to: number, lookUpAll = false): Promise<FoldResult> {
     return withTx(db, async (tx) => {
       const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = $1 FOR UPDATE`, [part]);
       const from = Number(rows[0].watermark);
@@ -59,21 +57,43 @@ ON CONFLICT (app_id) DO NOTHING`);
       await tx.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
       // Each partition reads the range itself: a shared staging table read once measured slower
       // (its write is serial; the two reads run in parallel).
-      const stage = stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id')} = ${part}`);
+      const stage = stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id', n)} = ${part}`);
       const folded = await foldEvents(tx, stage, lookUpAll);
       await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = $3`, [to, folded, part]);
       return { folded, watermark: to };
     });
   }
 
-  /** Runs every partition's fold up to `to` in parallel. */
-  async function foldParts(to: number): Promise<FoldResult> {
-    const parts = Array.from({ length: FOLD_PARTS }, (_, p) => p);
-    const settled = await Promise.allSettled(parts.map((p) => foldPart(p, to)));
+  /**
+   * The partitions' watermarks (index = partition). When the configured count differs from the
+   * stored one and every partition has reached the same seq, the partitions are re-cut to the new
+   * count at that seq: no device then has unfolded events anywhere. Until then the stored count
+   * stays in use (the next round brings the watermarks level).
+   */
+  async function watermarks(): Promise<number[]> {
+    const read = async (q: Queryable, lock = '') =>
+      (await q.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state ORDER BY id ${lock}`)).rows.map((r) => Number(r.watermark));
+    const marks = await read(db);
+    if (marks.length === parts || marks.some((w) => w !== marks[0])) return marks;
+    return withTx(db, async (tx) => {
+      const locked = await read(tx, 'FOR UPDATE');
+      if (locked.length === parts || locked.some((w) => w !== locked[0])) return locked;
+      await tx.query(`DELETE FROM an_rollup_state WHERE id >= $1`, [parts]);
+      await tx.query(`
+INSERT INTO an_rollup_state (id, watermark, folded_at) SELECT g, $2, now() FROM generate_series(0, $1::int - 1) g
+ON CONFLICT (id) DO NOTHING`, [parts, locked[0]]);
+      return Array.from({ length: parts }, () => locked[0]);
+    });
+  }
+
+  /** Runs the `n` partitions' folds up to `to` in parallel. */
+  async function foldParts(n: number, to: number): Promise<FoldResult> {
+    const all = Array.from({ length: n }, (_, p) => p);
+    const settled = await Promise.allSettled(all.map((p) => foldPart(p, n, to)));
     const results: FoldResult[] = [];
     for (const [p, r] of settled.entries()) {
       if (r.status === 'fulfilled') results.push(r.value);
-      else if (isConflict(r.reason)) results.push(await foldPart(p, to, true));
+      else if (isConflict(r.reason)) results.push(await foldPart(p, n, to, true));
       else throw r.reason;
     }
     return {
@@ -117,10 +137,10 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
      */
     async foldChunk(upper: number, chunk: number): Promise<FoldResult> {
       await registerApps(db);
-      const { rows } = await db.query<{ lo: number }>(`SELECT min(watermark)::bigint AS lo FROM an_rollup_state`);
-      const lo = Number(rows[0].lo);
+      const marks = await watermarks();
+      const lo = Math.min(...marks);
       if (lo >= upper) return { folded: 0, watermark: lo };
-      return foldParts(Math.min(upper, lo + chunk));
+      return foldParts(marks.length, Math.min(upper, lo + chunk));
     },
 
     /**
@@ -139,7 +159,9 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
     /** Apps whose settings timezone differs from the one their rollups were built with. */
     async appsNeedingRebuild(): Promise<{ app_id: string; timezone: string }[]> {
       // The state table is unlogged: after a crash it is empty along with the rollups (refold from 0).
-      await db.query(`INSERT INTO an_rollup_state (id) SELECT generate_series(0, ${FOLD_PARTS - 1}) ON CONFLICT (id) DO NOTHING`);
+      await db.query(`
+INSERT INTO an_rollup_state (id) SELECT generate_series(0, $1::int - 1) WHERE NOT EXISTS (SELECT 1 FROM an_rollup_state)
+ON CONFLICT (id) DO NOTHING`, [parts]);
       await registerApps(db);
       const { rows } = await db.query(`
 SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_id = st.app_id
@@ -155,7 +177,7 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
     async rebuildApp(appId: string, timezone: string): Promise<number> {
       return withTx(db, async (tx) => {
         const { rows } = await tx.query<{ id: number; watermark: number }>(`SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`);
-        const wm = `CASE ${partOf('e.anon_id')} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
+        const wm = `CASE ${partOf('e.anon_id', rows.length)} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
         await tx.query(`SET LOCAL work_mem = '128MB'`);
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
