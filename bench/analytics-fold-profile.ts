@@ -50,7 +50,7 @@ try {
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
   await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES]);
   times.clear();
-  const store = createRollupStore(pool, { parts: PARTS });
+  const store = createRollupStore(pool, { parts: PARTS, parallelMin: 0 });
   const max = Number((await pool.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
   const t0 = performance.now();
   for (let wm = 0; wm < max; ) {

@@ -31,6 +31,8 @@ export interface Config {
   funnelRefreshS: number;
   /** Device partitions the analytics fold runs in parallel (one database connection and core each). */
   foldPartitions: number;
+  /** Fold rounds of fewer seqs run as one transaction for all partitions. */
+  foldParallelMin: number;
   exportTtlHours: number;
   adNetwork: {
     authUrl: string;
@@ -114,6 +116,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rollupIntervalS: int(env, 'ROLLUP_INTERVAL_S', 60, 1, 86400),
     funnelRefreshS: int(env, 'ANALYTICS_FUNNEL_REFRESH_S', 60, 1, 86400),
     foldPartitions: int(env, 'ANALYTICS_FOLD_PARTITIONS', 2, 1, 16),
+    foldParallelMin: int(env, 'ANALYTICS_FOLD_PARALLEL_MIN', 50_000, 0, 10_000_000),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',

@@ -9,7 +9,8 @@ import { useTenantApp } from './helpers/suite.js';
 // of different partitions is written by both partitions' transactions; the numbers must be those
 // of one session spanning both devices' events, as with a single partition.
 describe('analytics: parallel fold partitions', () => {
-  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1' });
+  // Every round runs the partitions in parallel, however small.
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
 
   /** `n` random device ids of partition `part`, picked with the fold's own partition function. */
   const devicesOf = async (part: number, n: number): Promise<string[]> => {
@@ -53,7 +54,7 @@ describe('analytics: parallel fold partitions', () => {
 // ANALYTICS_FOLD_PARTITIONS differs from the stored partitions (2, from the migration): the fold
 // re-cuts them once every partition has folded the same events, and folds with the new count.
 describe('analytics: a changed fold partition count', () => {
-  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARTITIONS: '3' });
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARTITIONS: '3', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
 
   it('re-cuts the partitions at a common watermark and folds every device once', async () => {
     const start = Date.now() - 3_600_000;

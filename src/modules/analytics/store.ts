@@ -32,8 +32,14 @@ export interface FoldResult {
   watermark: number;
 }
 
-/** `parts`: the configured partition count (ANALYTICS_FOLD_PARTITIONS). */
-export function createRollupStore(db: Db, { parts }: { parts: number }) {
+/** foldPart's "every partition" value. */
+const ALL = -1;
+
+/**
+ * `parts`: the configured partition count (ANALYTICS_FOLD_PARTITIONS); `parallelMin`: rounds of
+ * fewer seqs fold all partitions in one transaction (ANALYTICS_FOLD_PARALLEL_MIN).
+ */
+export function createRollupStore(db: Db, { parts, parallelMin }: { parts: number; parallelMin: number }) {
   /** Every app gets its rollup timezone recorded the first time the fold meets it. */
   async function registerApps(q: Queryable): Promise<void> {
     await q.query(`
@@ -42,11 +48,17 @@ SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_
 ON CONFLICT (app_id) DO NOTHING`);
   }
 
-  /** Folds partition `part` of `n`: its events in seq (its watermark, to], in one transaction. */
-  async function foldPart(part: number, n: number, to: number, lookUpAll = false): Promise<FoldResult> {
+  /**
+   * Folds partition `part` of `n` (or, with part `ALL`, every partition at once, provided they share
+   * one watermark) : its events in seq (its watermark, to], in one transaction. Null when `ALL` finds
+   * the watermarks apart.
+   */
+  async function foldPart(part: number, n: number, to: number, lookUpAll = false): Promise<FoldResult | null> {
     return withTx(db, async (tx) => {
-      const { rows } = await tx.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state WHERE id = $1 FOR UPDATE`, [part]);
+      const { rows } = await tx.query<{ watermark: number }>(
+        `SELECT watermark FROM an_rollup_state WHERE id = $1 OR $1 = ${ALL} ORDER BY id FOR UPDATE`, [part]);
       const from = Number(rows[0].watermark);
+      if (rows.some((r) => Number(r.watermark) !== from)) return null;
       if (from >= to) return { folded: 0, watermark: from };
       // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
       await tx.query(`SET LOCAL synchronous_commit = off`);
@@ -57,9 +69,11 @@ ON CONFLICT (app_id) DO NOTHING`);
       await tx.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
       // Each partition reads the range itself: a shared staging table read once measured slower
       // (its write is serial; the two reads run in parallel).
-      const stage = stageSql(`e.seq > ${from} AND e.seq <= ${to} AND ${partOf('e.anon_id', n)} = ${part}`);
-      const folded = await foldEvents(tx, stage, lookUpAll);
-      await tx.query(`UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + $2 WHERE id = $3`, [to, folded, part]);
+      const mine = part === ALL ? '' : ` AND ${partOf('e.anon_id', n)} = ${part}`;
+      const folded = await foldEvents(tx, stageSql(`e.seq > ${from} AND e.seq <= ${to}${mine}`), lookUpAll);
+      await tx.query(`
+UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + CASE WHEN id = greatest($3, 0) THEN $2 ELSE 0 END
+ WHERE id = $3 OR $3 = ${ALL}`, [to, folded, part]);
       return { folded, watermark: to };
     });
   }
@@ -92,8 +106,8 @@ ON CONFLICT (id) DO NOTHING`, [parts, locked[0]]);
     const settled = await Promise.allSettled(all.map((p) => foldPart(p, n, to)));
     const results: FoldResult[] = [];
     for (const [p, r] of settled.entries()) {
-      if (r.status === 'fulfilled') results.push(r.value);
-      else if (isConflict(r.reason)) results.push(await foldPart(p, n, to, true));
+      if (r.status === 'fulfilled') results.push(r.value!);
+      else if (isConflict(r.reason)) results.push((await foldPart(p, n, to, true))!);
       else throw r.reason;
     }
     return {
@@ -145,7 +159,14 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
       const marks = await watermarks();
       const lo = Math.min(...marks);
       if (lo >= upper) return { folded: 0, watermark: lo };
-      return foldParts(marks.length, Math.min(upper, lo + chunk));
+      const to = Math.min(upper, lo + chunk);
+      // A small round (the steady state) costs each partition its fixed per-statement overhead and
+      // a read of every event of the round: one transaction folds it for all partitions.
+      if (to - lo < parallelMin && marks.every((w) => w === lo)) {
+        const r = await foldPart(ALL, marks.length, to).catch((e) => (isConflict(e) ? foldPart(ALL, marks.length, to, true) : Promise.reject(e)));
+        if (r) return r;
+      }
+      return foldParts(marks.length, to);
     },
 
     /**
