@@ -1,12 +1,12 @@
 import type { Tx } from '../../db/pool.js';
 import { bumpAppVersions } from './funnel-store.js';
 import {
-  APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta, INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta,
-  STAGE_NEW_DAYS, stageSessions, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
+  APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta,
+  INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, stageSessions, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
 } from './fold-sql.js';
 import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
 
-/** The fold of one batch of events into the rollups (store.ts runs it per partition and chunk). */
+/** The fold of one batch of events into the rollups (store.ts runs it per round and partition). */
 
 /** an_devices columns the fold maintains (besides the key). */
 const DEVICE_COLS = [
