@@ -169,7 +169,8 @@ Load average during this run (1 min, at the end): ${loadavg()[0].toFixed(2)} on 
 
 Steady state: ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;
 age of the oldest unfolded event sampled each second (last two thirds of the run): p50 ${pct(steady, 50).toFixed(1)} s, max ${Math.max(...steady).toFixed(1)} s.
-Target lag < 60 s: ${Math.max(...steady) < 60 ? 'met' : 'NOT met'}.`);
+Target lag < 60 s at ${RATE.toLocaleString('en-US')} events/s: ${Math.max(...steady) >= 60 ? 'NOT met'
+  : ingested >= 0.98 * RATE ? 'met' : 'lag met, but only at the lower rate the load generator reached (not shown at the target rate)'}.`);
 } finally {
   await db.end();
   await service.stop();
