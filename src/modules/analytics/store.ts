@@ -18,8 +18,8 @@ const partOf = (anonId: string, parts: number) => `abs(uuid_hash_extended(${anon
 /**
  * A batch session found stored only on insert (stageSessions): a unique violation. One reported by
  * devices of two partitions is inserted by both: the second waits for the first, then fails (or
- * deadlocks when both wait). A retry after the other partitions committed, looking every session up,
- * finds it and widens it.
+ * deadlocks when both wait). A retry after the other partitions committed, looking every session
+ * up, finds it and widens it.
  */
 const isConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: string }).code ?? '');
 
@@ -49,9 +49,9 @@ ON CONFLICT (app_id) DO NOTHING`);
   }
 
   /**
-   * Folds partition `part` of `n` (or, with part `ALL`, every partition at once, provided they share
-   * one watermark) : its events in seq (its watermark, to], in one transaction. Null when `ALL` finds
-   * the watermarks apart.
+   * Folds partition `part` of `n` (or, with `ALL`, every partition, provided they share one
+   * watermark): its events in seq (its watermark, to], in one transaction. Null when `ALL` finds the
+   * watermarks apart.
    */
   async function foldPart(part: number, n: number, to: number, lookUpAll = false): Promise<FoldResult | null> {
     return withTx(db, async (tx) => {
