@@ -151,7 +151,10 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
   if (config.runsWorkers) exportJobs.startBackground();
 
   // Analytics: a self-rescheduling fold job feeds the rollups the dashboard endpoints read.
-  const rollups = createRollupRunner({ store: createRollupStore(db, { parts: config.foldPartitions, parallelMin: config.foldParallelMin }) });
+  const rollups = createRollupRunner({
+    store: createRollupStore(db, { parts: config.foldPartitions, parallelMin: config.foldParallelMin }),
+    chunkSize: config.foldChunk,
+  });
   const analyticsRead = createAnalyticsReadModel(db);
   const funnels = createFunnelAnswers({ db, read: analyticsRead, store: createFunnelStore(db), refreshS: config.funnelRefreshS });
   const analytics = createAnalyticsService({ read: analyticsRead, runner: rollups, funnels });

@@ -33,6 +33,7 @@ export interface Config {
   foldPartitions: number;
   /** Fold rounds of fewer seqs run as one transaction for all partitions. */
   foldParallelMin: number;
+  foldChunk: number;
   exportTtlHours: number;
   adNetwork: {
     authUrl: string;
@@ -117,6 +118,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     funnelRefreshS: int(env, 'ANALYTICS_FUNNEL_REFRESH_S', 60, 1, 86400),
     foldPartitions: int(env, 'ANALYTICS_FOLD_PARTITIONS', 2, 1, 16),
     foldParallelMin: int(env, 'ANALYTICS_FOLD_PARALLEL_MIN', 50_000, 0, 10_000_000),
+    foldChunk: int(env, 'ANALYTICS_FOLD_CHUNK', 5_000_000, 1, 50_000_000),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',

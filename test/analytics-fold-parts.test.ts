@@ -78,3 +78,40 @@ describe('analytics: a changed fold partition count', () => {
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
   });
 });
+
+// A backlog larger than ANALYTICS_FOLD_CHUNK is folded in several rounds of one run; a session
+// whose events fall in different rounds is stored by the first and widened by a later one.
+describe('analytics: a backlog folded in chunks', () => {
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_CHUNK: '10' });
+
+  it('folds every chunk and widens sessions across them', async () => {
+    const start = Date.now() - 3_600_000;
+    const devices = Array.from({ length: 30 }, () => [randomUUID(), randomUUID()]);
+    // Every session's first event is among the first 30 seqs and its last among the next 30.
+    const batch = [
+      ...devices.map(([anon, session]) => makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } })),
+      ...devices.map(([anon, session]) =>
+        makeEvent({ event_name: 'screen_view', ts_ms: start + 300_000, user: { anon_id: anon }, context: { session_id: session } })),
+    ];
+    const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+    assert.equal(r.status, 202, r.text);
+
+    for (let i = 0; ; i++) {
+      const { rows } = await s.server.db.query(`SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`);
+      if (rows[0].done) break;
+      assert.ok(i < 200, 'the backlog was folded');
+      await sleep(50);
+    }
+    // Table statistics reach pg_stat a moment after the fold's backends go idle.
+    for (let i = 0; ; i++) {
+      const { rows: [t] } = await s.server.db.query(`SELECT n_tup_upd::int AS widened FROM pg_stat_user_tables WHERE relname = 'an_sessions'`);
+      if (t.widened >= 30) break;
+      assert.ok(i < 100, `sessions widened by later chunks: ${t.widened}`);
+      await sleep(100);
+    }
+    const k = await s.c.get('/api/v1/analytics/kpis?period=7d', s.t.console);
+    assert.equal(k.status, 200, k.text);
+    const m = Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+    assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
+  });
+});

@@ -16,7 +16,7 @@ export interface RunResult {
  * it before calling nextval), waits for those transactions to end, and only then folds up to L:
  * at that point every row with seq <= L is committed or rolled back, and none can appear later.
  */
-export function createRollupRunner({ store, chunkSize = 500_000, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize?: number; writerWaitMs?: number }) {
+export function createRollupRunner({ store, chunkSize, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize: number; writerWaitMs?: number }) {
   let running: Promise<RunResult> | null = null;
   // Events folded by this process since its last ANALYZE of the rollups, and in total then.
   let sinceAnalyze = 0;
