@@ -223,8 +223,8 @@ UPDATE an_device_days t SET events = t.events + v.n, flags = t.flags | v.flags
   FROM an_dd v
  WHERE NOT v.is_new AND t.app_id = v.app_id AND t.environment = v.environment AND t.day = v.day AND t.anon_id = v.anon_id`;
 
-/** A plain insert of the new days, by day then device: within one app the primary-key order, so the index is walked once. */
+/** A plain insert of the new days, by device then day: within one app the primary-key order, so the index is walked once. */
 export const INSERT_NEW_DAYS = `
 INSERT INTO an_device_days (tenant_id, app_id, environment, day, anon_id, platform, country, events, flags, prev_day)
 SELECT tenant_id, app_id, environment, day, anon_id, platform, country, n, flags, prev_day
-  FROM an_ddn ORDER BY day, anon_id, app_id, environment`;
+  FROM an_ddn ORDER BY anon_id, day, app_id, environment`;

@@ -225,10 +225,10 @@ export function createAnalyticsReadModel(db: Queryable) {
       return rows;
     },
 
-    /** Latest day with any event, in rollup days. */
+    /** Latest day with any event, in rollup days (an active-user cell counts every device-day). */
     async latestDay(scope: Scope, env: Env): Promise<string | null> {
       const { rows } = await db.query<{ d: string | null }>(
-        `SELECT max(day)::text AS d FROM an_device_days WHERE tenant_id = $1 AND app_id = $2 AND environment = $3`,
+        `SELECT max(day)::text AS d FROM an_active_hist WHERE tenant_id = $1 AND app_id = $2 AND environment = $3 AND n > 0`,
         [scope.tenantId, scope.appId, env],
       );
       return rows[0].d;
