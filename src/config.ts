@@ -33,6 +33,7 @@ export interface Config {
   foldPartitions: number;
   /** Fold rounds of fewer seqs run as one transaction for all partitions. */
   foldParallelMin: number;
+  /** Most seqs one fold round takes on: bigger rounds cost less per event and more temp space. */
   foldChunk: number;
   exportTtlHours: number;
   adNetwork: {
