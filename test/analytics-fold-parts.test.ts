@@ -3,7 +3,22 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { makeEvent } from './helpers/client.js';
-import { useTenantApp } from './helpers/suite.js';
+import { type TenantApp, useTenantApp } from './helpers/suite.js';
+
+/** Polls `check` every `ms` until it returns true; fails with `message()` after `tries`. */
+async function until(check: () => Promise<boolean>, message: () => string, tries = 200, ms = 50): Promise<void> {
+  for (let i = 0; !(await check()); i++) {
+    assert.ok(i < tries, message());
+    await sleep(ms);
+  }
+}
+
+/** The 7-day KPIs, by metric. */
+async function kpis(s: TenantApp): Promise<Record<string, number>> {
+  const k = await s.c.get('/api/v1/analytics/kpis?period=7d', s.t.console);
+  assert.equal(k.status, 200, k.text);
+  return Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+}
 
 // The fold runs its device partitions in parallel (store.ts). A session id reported by two devices
 // of different partitions is written by both partitions' transactions; the numbers must be those
@@ -35,16 +50,12 @@ describe('analytics: parallel fold partitions', () => {
     const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
     assert.equal(r.status, 202, r.text);
 
-    for (let i = 0; ; i++) {
+    await until(async () => {
       const { rows } = await s.server.db.query(`SELECT count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
-      if (rows[0].done === 2) break;
-      assert.ok(i < 200, 'both partitions folded the batch');
-      await sleep(50);
-    }
+      return rows[0].done === 2;
+    }, () => 'both partitions folded the batch');
 
-    const k = await s.c.get('/api/v1/analytics/kpis?period=7d', s.t.console);
-    assert.equal(k.status, 200, k.text);
-    const m = Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+    const m = await kpis(s);
     assert.equal(m.wau, 20);
     assert.equal(m.avg_sessions_per_user, 0.5); // 10 sessions / 20 active devices
     assert.equal(m.avg_session_duration, 330); // (60 + 120 + ... + 600) s / 10 sessions
@@ -65,16 +76,14 @@ describe('analytics: a changed fold partition count', () => {
     const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
     assert.equal(r.status, 202, r.text);
 
-    for (let i = 0; ; i++) {
+    let state = {};
+    await until(async () => {
       const { rows } = await s.server.db.query(`SELECT count(*)::int AS parts,
         count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
-      if (rows[0].parts === 3 && rows[0].done === 3) break;
-      assert.ok(i < 200, `3 partitions folded the batch: ${JSON.stringify(rows[0])}`);
-      await sleep(50);
-    }
-    const k = await s.c.get('/api/v1/analytics/kpis?period=7d', s.t.console);
-    assert.equal(k.status, 200, k.text);
-    const m = Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+      state = rows[0];
+      return rows[0].parts === 3 && rows[0].done === 3;
+    }, () => `3 partitions folded the batch: ${JSON.stringify(state)}`);
+    const m = await kpis(s);
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
   });
 });
@@ -96,22 +105,18 @@ describe('analytics: a backlog folded in chunks', () => {
     const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
     assert.equal(r.status, 202, r.text);
 
-    for (let i = 0; ; i++) {
+    await until(async () => {
       const { rows } = await s.server.db.query(`SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`);
-      if (rows[0].done) break;
-      assert.ok(i < 200, 'the backlog was folded');
-      await sleep(50);
-    }
+      return rows[0].done;
+    }, () => 'the backlog was folded');
     // Table statistics reach pg_stat a moment after the fold's backends go idle.
-    for (let i = 0; ; i++) {
-      const { rows: [t] } = await s.server.db.query(`SELECT n_tup_upd::int AS widened FROM pg_stat_user_tables WHERE relname = 'an_sessions'`);
-      if (t.widened >= 30) break;
-      assert.ok(i < 100, `sessions widened by later chunks: ${t.widened}`);
-      await sleep(100);
-    }
-    const k = await s.c.get('/api/v1/analytics/kpis?period=7d', s.t.console);
-    assert.equal(k.status, 200, k.text);
-    const m = Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+    let widened = 0;
+    await until(async () => {
+      const { rows } = await s.server.db.query(`SELECT n_tup_upd::int AS widened FROM pg_stat_user_tables WHERE relname = 'an_sessions'`);
+      widened = rows[0].widened;
+      return widened >= 30;
+    }, () => `sessions widened by later chunks: ${widened}`, 100, 100);
+    const m = await kpis(s);
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
   });
 });
