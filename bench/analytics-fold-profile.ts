@@ -1,4 +1,4 @@
-// npm run bench:analytics-fold-profile [-- --events 1000000 --devices 100000 --chunk 5000000]
+// npm run bench:analytics-fold-profile [-- --events 1000000 --devices 100000 --chunk 5000000 --parts 2]
 //
 // Where the analytics fold spends its time: the service runs with ROLE=api (no fold job), the
 // generated app of bench/analytics.ts is inserted, and this process folds it chunk by chunk with
@@ -17,12 +17,13 @@ const { values } = parseArgs({
     events: { type: 'string', default: '1000000' },
     devices: { type: 'string', default: '100000' },
     chunk: { type: 'string', default: '5000000' },
+    parts: { type: 'string', default: '2' },
   },
 });
 const EVENTS = Number(values.events);
 const DEVICES = Number(values.devices);
 const CHUNK = Number(values.chunk);
-const PARTS = 2;
+const PARTS = Number(values.parts);
 
 /** A pool whose transaction clients time each statement, keyed by its first words. */
 function timedPool(url: string, times: Map<string, number>): pg.Pool {
@@ -62,7 +63,7 @@ try {
   const rows = [...times].sort((a, b) => b[1] - a[1]).filter(([, ms]) => (ms * 1000) / EVENTS >= 0.05);
   const table = rows.map(([k, ms]) => `| ${((ms * 1000) / EVENTS).toFixed(2)} | \`${k.replace(/\|/g, '/')}…\` |`).join('\n');
   console.log(table);
-  writeResultsSection('analytics fold profile', `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES} --chunk ${CHUNK}\` · ${machine()}
+  writeResultsSection('analytics fold profile', `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES} --chunk ${CHUNK} --parts ${PARTS}\` · ${machine()}
 
 The fold of ${EVENTS.toLocaleString('en-US')} events (${DEVICES.toLocaleString('en-US')} devices, the bench:analytics data) in chunks of
 ${CHUNK.toLocaleString('en-US')}, run from this process with the service's rollup store: **${Math.round(EVENTS / seconds).toLocaleString('en-US')} events/s**
