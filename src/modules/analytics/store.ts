@@ -51,8 +51,15 @@ export function createRollupStore(db: Db, { parts, parallelMin }: { parts: numbe
    * superuser may change the setting; on another role the server's own applies.
    */
   async function walUncompressed(tx: Queryable): Promise<void> {
-    // Asked on this transaction's own connection: the partitions may hold every pooled one.
-    superuser ??= tx.query<{ su: boolean }>(`SELECT current_setting('is_superuser') = 'on' AS su`).then((r) => r.rows[0].su);
+    // Asked on this transaction's own connection (the partitions may hold every pooled one), and
+    // asked again after a failure rather than failing every later fold with it.
+    superuser ??= tx.query<{ su: boolean }>(`SELECT current_setting('is_superuser') = 'on' AS su`).then(
+      (r) => r.rows[0].su,
+      (e) => {
+        superuser = undefined;
+        throw e;
+      },
+    );
     if (await superuser) await tx.query(`SET LOCAL wal_compression = off`);
   }
 
