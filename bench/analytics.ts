@@ -138,7 +138,10 @@ try {
   // fewer than the 40 requests/s asked for.
   // Where the two cores go while ingesting: the service (HTTP, validation), its PostgreSQL (inserts,
   // the fold, autovacuum) and this process (the load generator).
-  const cpu = () => ({ svc: cpuMs(service.pid), pg: descendantsCpuMs(service.pid), gen: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000 });
+  const cpu = () => {
+    const own = process.cpuUsage();
+    return { svc: cpuMs(service.pid), pg: descendantsCpuMs(service.pid), gen: (own.user + own.system) / 1000 };
+  };
   const cpu0 = cpu();
   const load = await autocannon({
     url: `${service.url}/api/v1/ingest/events`, method: 'POST', connections: 32, duration: INGEST_S, overallRate: RATE / perBatch,

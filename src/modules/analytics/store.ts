@@ -32,6 +32,17 @@ export interface FoldResult {
   watermark: number;
 }
 
+/**
+ * The first read of an event after a checkpoint sets its page's hint bits, and with data checksums
+ * (PostgreSQL 18's default) that writes a full-page image to the WAL: after a backlog, most of the
+ * pages the fold reads. Compressing those images (the embedded server's wal_compression, chosen for
+ * ingestion) took twice the time of writing them as they are (measured: a 500,000-event chunk read
+ * 7.3 s vs 3.4 s, against 0.6 s for pages already hinted). The rollups are unlogged, so these images
+ * are nearly all the WAL a fold writes. Only a superuser may change the setting; on another role
+ * the statement sets nothing and the server's own applies.
+ */
+const WAL_UNCOMPRESSED = `SELECT set_config('wal_compression', 'off', true) WHERE current_setting('is_superuser') = 'on'`;
+
 /** foldPart's "every partition" value. */
 const ALL = -1;
 
@@ -40,29 +51,6 @@ const ALL = -1;
  * fewer seqs fold all partitions in one transaction (ANALYTICS_FOLD_PARALLEL_MIN).
  */
 export function createRollupStore(db: Db, { parts, parallelMin }: { parts: number; parallelMin: number }) {
-  let superuser: Promise<boolean> | undefined;
-  /**
-   * The first read of an event after a checkpoint sets its page's hint bits, and with data
-   * checksums (PostgreSQL 18's default) that writes a full-page image to the WAL: after a backlog,
-   * most of the pages the fold reads. Compressing those images (the embedded server's
-   * wal_compression, chosen for ingestion) took twice the time of writing them as they are
-   * (measured: a 500,000-event chunk read 7.3 s vs 3.4 s, against 0.6 s for pages already hinted).
-   * The rollups are unlogged, so these images are nearly all the WAL a fold writes. Only a
-   * superuser may change the setting; on another role the server's own applies.
-   */
-  async function walUncompressed(tx: Queryable): Promise<void> {
-    // Asked on this transaction's own connection (the partitions may hold every pooled one), and
-    // asked again after a failure rather than failing every later fold with it.
-    superuser ??= tx.query<{ su: boolean }>(`SELECT current_setting('is_superuser') = 'on' AS su`).then(
-      (r) => r.rows[0].su,
-      (e) => {
-        superuser = undefined;
-        throw e;
-      },
-    );
-    if (await superuser) await tx.query(`SET LOCAL wal_compression = off`);
-  }
-
   /** Every app gets its rollup timezone recorded the first time the fold meets it. */
   async function registerApps(q: Queryable): Promise<void> {
     await q.query(`
@@ -90,7 +78,7 @@ ON CONFLICT (app_id) DO NOTHING`);
       // The partitions already keep every core busy: parallel workers for the staging read (the
       // partition filter makes the planner expect few rows) only competed with them.
       await tx.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
-      await walUncompressed(tx);
+      await tx.query(WAL_UNCOMPRESSED);
       // Each partition reads the range itself: a shared staging table read once measured slower
       // (its write is serial; the two reads run in parallel).
       const mine = part === ALL ? '' : ` AND ${partOf('e.anon_id', n)} = ${part}`;
@@ -229,7 +217,7 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
         const { rows } = await tx.query<{ id: number; watermark: number }>(`SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`);
         const wm = `CASE ${partOf('e.anon_id', rows.length)} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
         await tx.query(`SET LOCAL work_mem = '128MB'`);
-        await walUncompressed(tx);
+        await tx.query(WAL_UNCOMPRESSED);
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
         // The app's rows were just deleted: every session is new (no look-ups).
