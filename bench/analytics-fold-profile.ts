@@ -16,12 +16,15 @@ const { values } = parseArgs({
   options: {
     events: { type: 'string', default: '1000000' },
     devices: { type: 'string', default: '100000' },
+    'active-days': { type: 'string', default: '0' },
     chunk: { type: 'string', default: '5000000' },
     parts: { type: 'string', default: '2' },
   },
 });
 const EVENTS = Number(values.events);
 const DEVICES = Number(values.devices);
+/** Days each device is active on (0: its events spread over every day from its first; see bench/lib/analytics-data.ts). */
+const ACTIVE_DAYS = Number(values['active-days']);
 const CHUNK = Number(values.chunk);
 const PARTS = Number(values.parts);
 
@@ -49,7 +52,7 @@ const pool = timedPool(service.databaseUrl, times);
 try {
   const t = await createTenant(client(service.url));
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
-  await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES]);
+  await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES, ACTIVE_DAYS]);
   times.clear();
   const store = createRollupStore(pool, { parts: PARTS, parallelMin: 0 });
   const max = Number((await pool.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
@@ -63,15 +66,19 @@ try {
   const rows = [...times].sort((a, b) => b[1] - a[1]).filter(([, ms]) => (ms * 1000) / EVENTS >= 0.05);
   const table = rows.map(([k, ms]) => `| ${((ms * 1000) / EVENTS).toFixed(2)} | \`${k.replace(/\|/g, '/')}…\` |`).join('\n');
   console.log(table);
-  writeResultsSection('analytics fold profile', `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES} --chunk ${CHUNK} --parts ${PARTS}\` · ${machine()}
+  const shape = ACTIVE_DAYS ? ` --active-days ${ACTIVE_DAYS}` : '';
+  writeResultsSection(`analytics fold profile${ACTIVE_DAYS ? `, ${ACTIVE_DAYS} active days per device` : ''}`, `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES}${shape} --chunk ${CHUNK} --parts ${PARTS}\` · ${machine()}
 
-The fold of ${EVENTS.toLocaleString('en-US')} events (${DEVICES.toLocaleString('en-US')} devices, the bench:analytics data) in chunks of
+The fold of ${EVENTS.toLocaleString('en-US')} events (${DEVICES.toLocaleString('en-US')} devices, the bench:analytics data${
+    ACTIVE_DAYS ? ` with \`--active-days ${ACTIVE_DAYS}\`: each device active on at most ${ACTIVE_DAYS} days, one session a day` : ''}) in chunks of
 ${CHUNK.toLocaleString('en-US')}, run from this process with the service's rollup store: **${Math.round(EVENTS / seconds).toLocaleString('en-US')} events/s**
 (${seconds.toFixed(1)} s; ${PARTS} fold partitions on as many connections). Statement times are summed over the partitions,
 so on 2 cores they add up to about twice the wall time per event. Baselines: the 120,000 events/s target is 8.3 µs of wall
 time per event; before partitions (2026-11-22T00:49Z, one connection) the fold ran 18,094 events/s at full size, 55 µs per event;
 with 2 partitions, chunks of 500,000 and the fold's WAL compressed (2026-11-22T02:35Z) 27,380 events/s, staging alone 17.1 µs;
-with chunks of 5,000,000, uncompressed WAL and the day-first device-day key (2026-11-22T04:00Z) 42,748 events/s, device-day inserts 8.3 µs.
+with chunks of 5,000,000, uncompressed WAL and the day-first device-day key (2026-11-22T04:00Z) 42,748 events/s, device-day inserts 8.3 µs;
+with the device-first key and a hash index on an_sessions.anon_id (2026-11-22T04:49Z) 46,926 events/s, session inserts 6.0 µs.${
+    ACTIVE_DAYS ? ' Those baselines ran on the default data (one event per session and device-day), as ## analytics fold profile does.' : ''}
 Statements costing at least 0.05 µs per event:
 
 | µs per event | statement |

@@ -23,6 +23,7 @@ const { values } = parseArgs({
   options: {
     events: { type: 'string', default: process.env.BENCH_EVENTS ?? '1000000' },
     devices: { type: 'string', default: process.env.BENCH_DEVICES ?? '100000' },
+    'active-days': { type: 'string', default: '0' },
     'ingest-seconds': { type: 'string', default: '30' },
     'ingest-rate': { type: 'string', default: '20000' },
     requests: { type: 'string', default: '60' },
@@ -30,6 +31,8 @@ const { values } = parseArgs({
 });
 const EVENTS = Number(values.events);
 const DEVICES = Number(values.devices);
+/** Days each device is active on (0: its events spread over every day from its first; see bench/lib/analytics-data.ts). */
+const ACTIVE_DAYS = Number(values['active-days']);
 const INGEST_S = Number(values['ingest-seconds']);
 const RATE = Number(values['ingest-rate']);
 const REQUESTS = Number(values.requests);
@@ -51,7 +54,7 @@ try {
   // 1) generate
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
   let t0 = Date.now();
-  await db.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES]);
+  await db.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES, ACTIVE_DAYS]);
   const genS = (Date.now() - t0) / 1000;
   const maxSeq = Number((await db.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
   console.log(`generated in ${genS.toFixed(1)} s; waiting for the fold job`);
@@ -158,7 +161,8 @@ try {
   const steady = lags.slice(Math.floor(lags.length / 3));
   console.log({ ingested, lagP50: pct(steady, 50), lagMax: Math.max(...steady), non2xx: load.non2xx });
 
-  writeResultsSection('analytics', `Command: \`npm run bench:analytics -- --events ${EVENTS} --devices ${DEVICES} --ingest-seconds ${INGEST_S} --requests ${REQUESTS}\` · ${machine()}
+  const shape = ACTIVE_DAYS ? ` --active-days ${ACTIVE_DAYS}` : '';
+  writeResultsSection(`analytics${ACTIVE_DAYS ? `, ${ACTIVE_DAYS} active days per device` : ''}`, `Command: \`npm run bench:analytics -- --events ${EVENTS} --devices ${DEVICES}${shape} --ingest-seconds ${INGEST_S} --requests ${REQUESTS}\` · ${machine()}
 
 Size of this run: **${EVENTS.toLocaleString('en-US')} events, ${DEVICES.toLocaleString('en-US')} devices over 90 days** (the issue's full size is
 10,000,000 / 1,000,000: \`npm run bench:analytics -- --events 10000000 --devices 1000000\`). Service in its own process with its
@@ -178,7 +182,7 @@ Endpoint latency at this run's size, default parameters, ${REQUESTS} sequential 
 | --- | ---: | ---: | --- |
 ${latency.join('\n')}
 
-Baselines, the same command at full size (10,000,000 / 1,000,000): first pass (2026-11-21T21:35Z) fold 12,855 events/s; kpis p99 645 ms;
+Baselines, the same command at full size (10,000,000 / 1,000,000${ACTIVE_DAYS ? ', without --active-days: one event per session and device-day' : ''}): first pass (2026-11-21T21:35Z) fold 12,855 events/s; kpis p99 645 ms;
 funnel/onboarding p99 687; funnel/retention p99 2,115. Second pass (2026-11-21T21:58Z: unlogged rollups, histograms, read shapes) fold
 13,257 events/s; kpis p50 ~420 / p99 491; timeseries 3 metrics / all 24 p99 82 / 268; funnel/onboarding p99 766; funnel/retention p99 2,240;
 funnel/aso (not in the bench then) ~4,600 per request; retention p99 44; activity p99 5; lag p50 16 s / max 23 s at 20,067 events/s.

@@ -119,14 +119,25 @@ SELECT tenant_id, app_id, environment, anon_id, ${cols} FROM an_dev WHERE NOT ex
   const { rows: [special] } = await tx.query<{ moved: number; late: number }>(
     `SELECT count(*) FILTER (WHERE ${MOVED})::int AS moved, count(*) FILTER (WHERE m.late)::int AS late FROM an_dev m`);
   if (special.moved > 0) {
-    const movedSessions = `an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`;
-    await tx.query(sessionDelta('-', movedSessions));
-    for (const table of ['an_device_days', 'an_sessions', 'an_purchases']) {
+    // an_sessions has no index by device (migration 014): the moved devices' sessions are found
+    // with one read of the table, then updated by key.
+    await tx.query(`
+CREATE TEMP TABLE an_mvs ON COMMIT DROP AS
+SELECT y.session_id, y.tenant_id, y.app_id, y.environment, y.start_day, y.end_day, y.start_ts, y.end_ts, y.platform, y.country,
+       m.platform AS new_platform, m.country AS new_country
+  FROM an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`);
+    await tx.query(`ANALYZE an_mvs`);
+    await tx.query(sessionDelta('-', 'an_mvs y'));
+    for (const table of ['an_device_days', 'an_purchases']) {
       await tx.query(`
 UPDATE ${table} t SET platform = m.platform, country = m.country
   FROM an_dev m WHERE ${MOVED} AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
     }
-    await tx.query(sessionDelta('+', movedSessions));
+    await tx.query(`
+UPDATE an_sessions t SET platform = y.new_platform, country = y.new_country
+  FROM an_mvs y WHERE t.app_id = y.app_id AND t.environment = y.environment AND t.session_id = y.session_id`);
+    await tx.query(sessionDelta('+', `(SELECT tenant_id, app_id, environment, start_day, end_day, start_ts, end_ts, new_platform AS platform,
+                                             new_country AS country FROM an_mvs) y`));
   }
 
   // 3. Device-days: existing days are updated, new ones inserted with their previous active day;
