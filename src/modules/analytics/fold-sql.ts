@@ -8,7 +8,7 @@ export const FLAG = { onbStarted: 1, onbCompleted: 2, paywall: 4, trial: 8, paid
 
 const DEFAULT_FUNNEL_EVENTS = [...new Set(Object.values(FUNNELS).flatMap((steps) => steps.flatMap((s) => (s.event ? [s.event] : []))))];
 
-const IS_TRIAL = `(json_typeof(props->'is_trial') = 'boolean' AND props->>'is_trial' = 'true')`;
+const IS_TRIAL = `(jsonb_typeof(props->'is_trial') = 'boolean' AND props->>'is_trial' = 'true')`;
 
 /**
  * Stages the events matching `where` (a partition's seq range, or one app for a rebuild) with their
@@ -30,8 +30,9 @@ SELECT e.tenant_id, e.app_id, e.environment, e.event_id, e.event_name, e.ts,
          ELSE 0 END AS flag
   FROM events e
   LEFT JOIN an_app_state st ON st.app_id = e.app_id
+  -- Purchase properties are parsed once (jsonb): every -> on the stored json text parses it again.
   CROSS JOIN LATERAL (SELECT CASE WHEN e.event_name IN ('purchase_completed', 'purchase_refunded')
-                                  THEN e.payload->'properties' END AS props) p
+                                  THEN (e.payload->'properties')::jsonb END AS props) p
  WHERE e.consent AND ${where}`;
 }
 

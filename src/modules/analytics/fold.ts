@@ -20,7 +20,11 @@ const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.coun
  * every session of the batch up (stageSessions). Returns the number of events folded.
  */
 export async function foldEvents(tx: Tx, stage: string, lookUpAll: boolean): Promise<number> {
+  // The app's timezone joins by hash: the planner's choice, an index probe of an_app_state per
+  // event, was 40% of the staging (measured: 1.6 s of 3.9 s for 1,500,000 events).
+  await tx.query(`SET LOCAL enable_nestloop = off`);
   const n = (await tx.query(stage)).rowCount ?? 0;
+  await tx.query(`SET LOCAL enable_nestloop = on`);
   if (n === 0) return 0;
   // The fold's temp tables are analyzed for row counts and fractions (new, late, looked up):
   // a small sample gives those; the default one costs more than some of the statements.
@@ -194,10 +198,10 @@ SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, 
        CASE WHEN v.kind = 'paid' THEN an_monthly(v.price * r.rate, v.period) END
   FROM (SELECT tenant_id, app_id, environment, event_id, anon_id, ts, day,
                CASE WHEN event_name = 'purchase_refunded' THEN 'refund' WHEN flag = ${FLAG.trial} THEN 'trial' ELSE 'paid' END AS kind,
-               CASE WHEN json_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
+               CASE WHEN jsonb_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
                     THEN (props->>'price')::float8 ELSE 0 END AS price,
-               upper(left(CASE WHEN json_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
-               CASE WHEN json_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
+               upper(left(CASE WHEN jsonb_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
+               CASE WHEN jsonb_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
           FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
   -- an_dev (small, analyzed) has the devices' final platform/country; joining the big an_devices
   -- right after it was emptied (a rebuild, a crash) planned a nested loop of seq scans: minutes.
