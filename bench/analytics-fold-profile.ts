@@ -77,7 +77,8 @@ so on 2 cores they add up to about twice the wall time per event. Baselines: the
 time per event; before partitions (2026-11-22T00:49Z, one connection) the fold ran 18,094 events/s at full size, 55 µs per event;
 with 2 partitions, chunks of 500,000 and the fold's WAL compressed (2026-11-22T02:35Z) 27,380 events/s, staging alone 17.1 µs;
 with chunks of 5,000,000, uncompressed WAL and the day-first device-day key (2026-11-22T04:00Z) 42,748 events/s, device-day inserts 8.3 µs;
-with the device-first key and a hash index on an_sessions.anon_id (2026-11-22T04:49Z) 46,926 events/s, session inserts 6.0 µs.${
+with the device-first key and a hash index on an_sessions.anon_id (2026-11-22T04:49Z) 46,926 events/s, session inserts 6.0 µs;
+without that index (2026-11-22T05:55Z) 47,034 events/s, session inserts 3.1 µs.${
     ACTIVE_DAYS ? ' Those baselines ran on the default data (one event per session and device-day), as ## analytics fold profile does.' : ''}
 Statements costing at least 0.05 µs per event:
 

@@ -192,8 +192,9 @@ Fourth pass (2026-11-22T02:49Z: device partitions in parallel, fewer look-ups) f
 timeseries 75 / 177; funnels p99 8-18; retention p99 31; activity p99 6; lag p50 15 s / max 29 s at 16,083 events/s (8 connections).
 Fifth pass (2026-11-22T03:52Z: chunks of 5,000,000, uncompressed hint-bit images, 32 ingest connections) fold 42,864 events/s;
 kpis p50 135 / p99 218; timeseries 62 / 134; funnels p99 8-11; retention p99 23; activity p99 4; lag p50 14 s / max 21 s at 20,217 events/s.
-Same fold code as this run: without the VACUUM step (2026-11-22T04:27Z) fold 50,506 events/s, lag p50 18 s / max 28 s at 15,317 events/s;
-with it (2026-11-22T04:39Z) fold 51,141 events/s, kpis p99 217, lag p50 15 s / max 21 s at 18,900 events/s.
+Sixth pass (device-first device-day key; an_sessions still with its anon_id hash index): without the VACUUM step (2026-11-22T04:27Z)
+fold 50,506 events/s, lag p50 18 s / max 28 s at 15,317 events/s; with it (2026-11-22T04:39Z) fold 51,141 events/s, kpis p99 217,
+lag p50 15 s / max 21 s at 18,900 events/s; (2026-11-22T04:59Z) fold 44,683 events/s, kpis p99 254, lag p50 25 s / max 28 s at 16,717 events/s.
 Load average during this run (1 min, at the end): ${loadavg()[0].toFixed(2)} on 2 cores shared with other engineers' runs.
 
 Steady state (after a VACUUM of the bulk-loaded events, ${vacuumS.toFixed(0)} s): ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;
