@@ -440,6 +440,10 @@ describe('analytics: rollups and the 24 metrics', () => {
       ['onboarding', `SELECT app_id, environment, first_day, platform, country, onb_off, n FROM an_onb_hist WHERE n <> 0`,
         `SELECT app_id, environment, first_day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), onb_day - first_day, count(*)::int
            FROM an_devices WHERE onb_day IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6`],
+      ['sessions', `SELECT app_id, environment, start_day, end_day, platform, country, n, dur FROM an_session_hist WHERE n <> 0`,
+        `SELECT app_id, environment, start_day, end_day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), count(*)::int,
+                sum(extract(epoch FROM end_ts - start_ts))::float8
+           FROM an_sessions GROUP BY 1, 2, 3, 4, 5, 6`],
     ];
     for (const [name, kept, truth] of pairs) {
       const { rows } = await server.db.query(`SELECT (SELECT count(*)::int FROM ((${kept}) EXCEPT ALL (${truth})) a) AS extra,
