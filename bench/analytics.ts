@@ -136,9 +136,6 @@ try {
       lags.push(rows[0].lag);
     }
   })();
-  // Enough connections that the offered rate does not depend on request latency: while a fold round
-  // has both cores, a 500-event request can take a few hundred ms, and 8 connections then sent
-  // fewer than the 40 requests/s asked for.
   // Where the two cores go while ingesting: the service (HTTP, validation), its PostgreSQL (inserts,
   // the fold, autovacuum) and this process (the load generator).
   const cpu = () => {
@@ -146,6 +143,9 @@ try {
     return { svc: cpuMs(service.pid), pg: descendantsCpuMs(service.pid), gen: (own.user + own.system) / 1000 };
   };
   const cpu0 = cpu();
+  // Enough connections that the offered rate does not depend on request latency: while a fold round
+  // has both cores, a 500-event request can take a few hundred ms, and 8 connections then sent
+  // fewer than the 40 requests/s asked for.
   const load = await autocannon({
     url: `${service.url}/api/v1/ingest/events`, method: 'POST', connections: 32, duration: INGEST_S, overallRate: RATE / perBatch,
     headers: { 'content-type': 'application/json', 'x-api-key': t.live.public_key },
