@@ -19,6 +19,8 @@ const { values } = parseArgs({
     'active-days': { type: 'string', default: '0' },
     chunk: { type: 'string', default: '5000000' },
     parts: { type: 'string', default: '2' },
+    // The service's ANALYTICS_FOLD_WORK_MEM_MB default.
+    'work-mem-mb': { type: 'string', default: '256' },
   },
 });
 const EVENTS = Number(values.events);
@@ -54,7 +56,7 @@ try {
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
   await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES, ACTIVE_DAYS]);
   times.clear();
-  const store = createRollupStore(pool, { parts: PARTS, parallelMin: 0 });
+  const store = createRollupStore(pool, { parts: PARTS, parallelMin: 0, workMemMb: Number(values['work-mem-mb']) });
   const max = Number((await pool.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
   const t0 = performance.now();
   for (let wm = 0; wm < max; ) {

@@ -152,7 +152,7 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
 
   // Analytics: a self-rescheduling fold job feeds the rollups the dashboard endpoints read.
   const rollups = createRollupRunner({
-    store: createRollupStore(db, { parts: config.foldPartitions, parallelMin: config.foldParallelMin }),
+    store: createRollupStore(db, { parts: config.foldPartitions, parallelMin: config.foldParallelMin, workMemMb: config.foldWorkMemMb }),
     chunkSize: config.foldChunk,
   });
   const analyticsRead = createAnalyticsReadModel(db);

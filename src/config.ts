@@ -35,6 +35,8 @@ export interface Config {
   foldParallelMin: number;
   /** Most seqs one fold round takes on: bigger rounds cost less per event and more temp space. */
   foldChunk: number;
+  /** work_mem (MB) of a fold transaction; its hash tables may use 4 times that. */
+  foldWorkMemMb: number;
   exportTtlHours: number;
   adNetwork: {
     authUrl: string;
@@ -120,6 +122,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     foldPartitions: int(env, 'ANALYTICS_FOLD_PARTITIONS', 2, 1, 16),
     foldParallelMin: int(env, 'ANALYTICS_FOLD_PARALLEL_MIN', 50_000, 0, 10_000_000),
     foldChunk: int(env, 'ANALYTICS_FOLD_CHUNK', 5_000_000, 1, 50_000_000),
+    foldWorkMemMb: int(env, 'ANALYTICS_FOLD_WORK_MEM_MB', 256, 16, 16_384),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',

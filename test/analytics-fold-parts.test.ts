@@ -62,6 +62,40 @@ describe('analytics: parallel fold partitions', () => {
   });
 });
 
+// A session id reported by two devices of the same partition in one batch: the fold's hash grouping
+// per (session, device) sees it twice and groups it again as one session (fold-groups.ts).
+describe('analytics: a session shared by devices of one partition', () => {
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
+
+  it('counts it once, spanning both devices\' events, on the device of its first event', async () => {
+    const ids = Array.from({ length: 400 }, () => randomUUID());
+    const { rows } = await s.server.db.query<{ a: string }>(
+      `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = 0 LIMIT 20`, [ids]);
+    const [a, b] = [rows.slice(0, 10).map((r) => r.a), rows.slice(10, 20).map((r) => r.a)];
+    const start = Date.now() - 3_600_000;
+    const batch = a.flatMap((anon, i) => {
+      const session = randomUUID();
+      return [
+        makeEvent({ event_name: 'screen_view', ts_ms: start + (i + 1) * 60_000, user: { anon_id: b[i] }, context: { session_id: session } }),
+        makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
+      ];
+    });
+    const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+    assert.equal(r.status, 202, r.text);
+    await until(async () => {
+      const { rows } = await s.server.db.query(`SELECT count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
+      return rows[0].done === 2;
+    }, () => 'both partitions folded the batch');
+
+    const m = await kpis(s);
+    assert.equal(m.wau, 20);
+    assert.equal(m.avg_sessions_per_user, 0.5);
+    assert.equal(m.avg_session_duration, 330);
+    const owners = await s.server.db.query<{ anon: string }>(`SELECT anon_id::text AS anon FROM an_sessions WHERE app_id = $1`, [s.t.appId]);
+    assert.deepEqual(owners.rows.map((o) => o.anon).sort(), [...a].sort());
+  });
+});
+
 // ANALYTICS_FOLD_PARTITIONS differs from the stored partitions (2, from the migration): the fold
 // re-cuts them once every partition has folded the same events, and folds with the new count.
 describe('analytics: a changed fold partition count', () => {

@@ -140,35 +140,6 @@ SELECT tenant_id, app_id, environment, day, coalesce(platform, 'unknown'), coale
  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
 }
 
-/*
- * Sort keys: every grouping / window / DISTINCT ON of the fold names the random uuid (anon_id,
- * session_id) FIRST. PostgreSQL sorts on abbreviated keys of the leading column only; with the
- * near-constant tenant_id, app_id, environment leading, every comparison fell through three
- * equal columns (measured: a 500k-row sort 1.4 s -> 0.26 s). Within one (app, environment) the
- * groups are the same, so no result changes.
- */
-
-/**
- * The batch's sessions with the device's platform/country (an_dev holds every batch device with the
- * final values an_devices got). The session's device is the one of its earliest event in the batch.
- *
- * Only sessions that can already be stored are looked up (`probe`), unless `all`: those of a stored
- * device that start before its last folded event or continue its last session. Any other stored
- * one is a session id shared with another device (or one a device left and resumed after another
- * session): its insert then fails, and the partition's fold is retried looking every session up
- * (store.ts).
- */
-export const stageSessions = (all: boolean) => `
-CREATE TEMP TABLE an_sv ON COMMIT DROP AS
-SELECT v.tenant_id, v.app_id, v.environment, v.session_id, v.anon_id, v.s, v.e, v.sd, v.ed, false AS existed,
-       ${all ? 'true' : `(d.existed AND (d.old_last_ts IS NULL OR v.s <= d.old_last_ts OR v.session_id = d.old_last_session)) IS TRUE`} AS probe,
-       d.platform, d.country,
-       NULL::timestamptz AS o_s, NULL::timestamptz AS o_e, NULL::date AS o_sd, NULL::date AS o_ed
-  FROM (SELECT session_id, app_id, environment, tenant_id, (array_agg(anon_id ORDER BY ts))[1] AS anon_id,
-               min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
-          FROM an_ev WHERE session_id IS NOT NULL GROUP BY session_id, app_id, environment, tenant_id) v
-  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id`;
-
 /** Stored sessions take their stored extent and platform/country (read after a moved device's sessions took its new ones). */
 export const FIND_SESSIONS = `
 UPDATE an_sv v SET existed = true, platform = y.platform, country = y.country,
@@ -184,13 +155,14 @@ UPDATE an_sessions t SET start_ts = least(t.start_ts, v.s), end_ts = greatest(t.
 
 /**
  * New sessions: a plain insert (no speculative insertion, no RETURNING; an_sv says which are new and
- * the fold is the only writer, serialised by the watermark row lock), in primary-key order
- * within one app.
+ * the fold is the only writer, serialised by the watermark row lock), in key order: consecutive
+ * rows then descend to neighbouring leaves, still in the CPU's caches. In hash order every insert
+ * walked a cold path of a multi-million-row index (measured: 5.5 µs per row at 4,600,000 stored).
  */
 export const INSERT_SESSIONS = `
 INSERT INTO an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)
-SELECT tenant_id, app_id, environment, session_id, anon_id, platform, country, s, e, sd, ed
-  FROM an_sv WHERE NOT existed ORDER BY session_id, app_id, environment`;
+SELECT tenant_id, app_id, environment, session_id, anon_id, platform, country, s, e, sd, ed FROM an_sv WHERE NOT existed
+ ORDER BY session_id, app_id, environment`;
 
 /** Histogram delta of the staged sessions: new ones enter; existing ones leave their old cell for the widened one. */
 export const SESSION_HIST = `
@@ -224,8 +196,37 @@ UPDATE an_device_days t SET events = t.events + v.n, flags = t.flags | v.flags
   FROM an_dd v
  WHERE NOT v.is_new AND t.app_id = v.app_id AND t.environment = v.environment AND t.day = v.day AND t.anon_id = v.anon_id`;
 
-/** A plain insert of the new days, by device then day: within one app the primary-key order, so the index is walked once. */
+/** A plain insert of the new days, in key order (as INSERT_SESSIONS). */
 export const INSERT_NEW_DAYS = `
 INSERT INTO an_device_days (tenant_id, app_id, environment, day, anon_id, platform, country, events, flags, prev_day)
-SELECT tenant_id, app_id, environment, day, anon_id, platform, country, n, flags, prev_day
-  FROM an_ddn ORDER BY anon_id, day, app_id, environment`;
+SELECT tenant_id, app_id, environment, day, anon_id, platform, country, n, flags, prev_day FROM an_ddn
+ ORDER BY anon_id, day, app_id, environment`;
+
+/**
+ * Funnel material: the first 20 timestamps per device, event and day are enough to find "the
+ * earliest step-k event at or after step k-1" for any realistic funnel. A trial purchase is also
+ * kept as '$trial'. Grouped by hash, and the few groups of several events sort their own array: a
+ * sort of the batch by (name, day, device) compared mostly equal leading columns (measured: 0.9 s
+ * of 1.9 s for 255,000 rows). A row can only be stored already for a day up to the device's stored
+ * last day: the others are plain inserts. $1: funnelEventNames.
+ */
+export const UPSERT_STEPS = `
+WITH s AS MATERIALIZED (
+SELECT tenant_id, app_id, environment, event_name, day, anon_id, ts, flag FROM an_ev WHERE event_name = ANY($1::text[])),
+g AS MATERIALIZED (
+SELECT x.tenant_id, x.app_id, x.environment, x.name, x.day, x.anon_id,
+       CASE WHEN cardinality(x.tss) = 1 THEN x.tss ELSE (array_sort(x.tss))[1:20] END AS tss, (x.day <= d.old_last) IS TRUE AS stored
+  FROM (SELECT tenant_id, app_id, environment, name, day, anon_id, array_agg(ts) AS tss
+          FROM (SELECT tenant_id, app_id, environment, event_name AS name, day, anon_id, ts FROM s
+                UNION ALL
+                SELECT tenant_id, app_id, environment, '$trial', day, anon_id, ts FROM s WHERE flag = ${FLAG.trial}) u
+         GROUP BY anon_id, name, day, app_id, environment, tenant_id) x
+  JOIN an_dev d ON d.app_id = x.app_id AND d.environment = x.environment AND d.anon_id = x.anon_id),
+fresh AS (
+INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
+SELECT tenant_id, app_id, environment, name, day, anon_id, tss FROM g WHERE NOT stored ORDER BY day, anon_id)
+INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
+SELECT tenant_id, app_id, environment, name, day, anon_id, tss FROM g WHERE stored
+ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
+   SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
+             ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`;

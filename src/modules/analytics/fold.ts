@@ -2,9 +2,10 @@ import type { Tx } from '../../db/pool.js';
 import { bumpAppVersions } from './funnel-store.js';
 import {
   APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta,
-  INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, stageSessions, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
+  INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, UPDATE_OLD_DAYS, UPDATE_SESSIONS, UPSERT_STEPS,
 } from './fold-sql.js';
-import { FLAG_DEV_COLS, FLAG_LAST_COLS, FLAG_NEW_AGG, flagFast } from './fold-flags.js';
+import { SESSION_GROUPS, SESSION_GROUPS_SHARED, SHARED_SESSIONS, GROUP_DEVICES, STAGE_DEVICES, stageSessions } from './fold-groups.js';
+import { FLAG_LAST_COLS, flagFast } from './fold-flags.js';
 
 /** The fold of one batch of events into the rollups (store.ts runs it per round and partition). */
 
@@ -44,7 +45,7 @@ SELECT o.*, o.ctid AS tid FROM (SELECT DISTINCT anon_id, app_id, environment FRO
   await tx.query(`
 CREATE TEMP TABLE an_dd ON COMMIT DROP AS
 SELECT v.*, true AS is_new, 0 AS old_flags, (v.day <= o.last_day) IS TRUE AS probe
-  FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags
+  FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags, min(ts) AS f_ts, max(ts) AS l_ts
           FROM an_ev GROUP BY anon_id, day, app_id, environment, tenant_id) v
   LEFT JOIN an_old o ON o.app_id = v.app_id AND o.environment = v.environment AND o.anon_id = v.anon_id`);
   await tx.query(`ANALYZE an_dd`);
@@ -52,42 +53,23 @@ SELECT v.*, true AS is_new, 0 AS old_flags, (v.day <= o.last_day) IS TRUE AS pro
 UPDATE an_dd v SET is_new = false, old_flags = x.flags
   FROM an_device_days x WHERE v.probe AND x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
 
+  // The batch's sessions (fold-sql.ts); an_dev takes each device's last one from them.
+  await tx.query(SESSION_GROUPS);
+  if ((await tx.query(SHARED_SESSIONS)).rowCount) {
+    await tx.query(`DROP TABLE an_sg`);
+    await tx.query(SESSION_GROUPS_SHARED);
+  }
+
   // 2. Per device: merge the batch into the stored device row. A device is "late" when the batch
   // adds a day before its last known day (its first event, platform, country, previous-day chain
   // or retention bits may change); late devices are recomputed from their full history below.
   // In-order devices (the normal case) update incrementally.
-  await tx.query(`
-CREATE TEMP TABLE an_dev ON COMMIT DROP AS
-SELECT f.tenant_id, f.app_id, f.environment, f.anon_id,
-       (o.anon_id IS NOT NULL AND f.ts < o.first_ts) AS moved,
-       (o.anon_id IS NOT NULL AND (c.min_new < o.last_day OR f.ts < o.first_ts)) IS TRUE AS late,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.ts ELSE o.first_ts END AS first_ts,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.day ELSE o.first_day END AS first_day,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.platform ELSE o.platform END AS platform,
-       CASE WHEN o.anon_id IS NULL OR f.ts < o.first_ts THEN f.country ELSE o.country END AS country,
-       o.platform AS old_platform, o.country AS old_country, o.last_day AS old_last, (o.anon_id IS NOT NULL) AS existed,
-       o.first_day AS old_first_day, o.ret_mask AS old_mask, o.onb_day AS old_onb,
-       greatest(o.last_day, c.max_day) AS last_day,
-       coalesce(o.ret_mask, 0) | (
-         SELECT coalesce(bit_or(CASE nd - coalesce(o.first_day, f.day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
-                                  WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END), 0) FROM unnest(c.new_days) nd) AS ret_mask,
-       least(o.onb_day, c.onb) AS onb_day,
-       o.last_ts AS old_last_ts, o.last_session AS old_last_session, o.tid AS old_tid,
-       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_ts ELSE o.last_ts END AS last_ts,
-       CASE WHEN o.last_ts IS NULL OR f.l_ts >= o.last_ts THEN f.l_session ELSE o.last_session END AS last_session,
-       ${FLAG_DEV_COLS}
-  -- The device's first and last event of the batch, from one sort.
-  FROM (SELECT DISTINCT ON (anon_id, app_id, environment) tenant_id, app_id, environment, anon_id, ts, day, platform, country,
-               last_value(ts) OVER w AS l_ts, last_value(session_id) OVER w AS l_session
-          FROM an_ev
-        WINDOW w AS (PARTITION BY anon_id, app_id, environment ORDER BY ts, event_id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
-         ORDER BY anon_id, app_id, environment, ts, event_id) f
-  LEFT JOIN an_old o ON o.app_id = f.app_id AND o.environment = f.environment AND o.anon_id = f.anon_id
-  JOIN (SELECT app_id, environment, anon_id, max(day) AS max_day, min(day) FILTER (WHERE is_new) AS min_new,
-               min(day) FILTER (WHERE flags & ${FLAG.onbStarted} <> 0) AS onb, array_agg(day) FILTER (WHERE is_new) AS new_days,
-               ${FLAG_NEW_AGG}
-          FROM an_dd GROUP BY anon_id, app_id, environment) c
-    ON c.app_id = f.app_id AND c.environment = f.environment AND c.anon_id = f.anon_id`);
+  // The join-backs' multi-column estimates come out at one row: nested loops over the batch.
+  await tx.query(GROUP_DEVICES);
+  await tx.query(`ANALYZE an_dc`);
+  await tx.query(`SET LOCAL enable_nestloop = off`);
+  await tx.query(STAGE_DEVICES);
+  await tx.query(`SET LOCAL enable_nestloop = on`);
   await tx.query(`ANALYZE an_dev`);
   // Flag histogram: devices gaining a flag bit before their latest day with it, or moving
   // platform/country, leave it with their stored flagged days now and re-enter, recomputed, at the
@@ -181,7 +163,8 @@ UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
   await tx.query(cohortDelta());
   await tx.query(flagDelta('+'));
 
-  // Sessions: the batch's sessions with their stored extent, then update / insert / histogram delta.
+  // Sessions: the batch's sessions with their device's platform/country and their stored extent,
+  // then update / insert / histogram delta.
   await tx.query(stageSessions(lookUpAll));
   // Statistics first: unanalyzed, the planner hash-joins the few looked-up / existing ones with all of an_sessions.
   await tx.query(`ANALYZE an_sv`);
@@ -209,28 +192,7 @@ SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, 
   CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
 ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
 
-  // Funnel material: the first 20 timestamps per device, event and day are enough to find
-  // "the earliest step-k event at or after step k-1" for any realistic funnel. A row can only be
-  // stored already for a day up to the device's stored last day: the others are plain inserts.
-  await tx.query(`
-WITH g AS MATERIALIZED (
-SELECT s.tenant_id, s.app_id, s.environment, s.name, s.day, s.anon_id, (array_agg(s.ts ORDER BY s.ts))[1:20] AS tss,
-       (s.day <= d.old_last) IS TRUE AS stored
-  FROM (SELECT tenant_id, app_id, environment, event_name AS name, day, anon_id, ts FROM an_ev WHERE event_name = ANY($1::text[])
-        UNION ALL
-        SELECT tenant_id, app_id, environment, '$trial', day, anon_id, ts FROM an_ev WHERE flag = ${FLAG.trial}) s
-  JOIN an_dev d ON d.app_id = s.app_id AND d.environment = s.environment AND d.anon_id = s.anon_id
-  -- Name, day, device first: abbreviated sort keys, and within one app the primary-key order.
- GROUP BY s.name, s.day, s.anon_id, s.app_id, s.environment, s.tenant_id, d.old_last),
-fresh AS (
-INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
-SELECT tenant_id, app_id, environment, name, day, anon_id, tss FROM g WHERE NOT stored)
-INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
-SELECT tenant_id, app_id, environment, name, day, anon_id, tss FROM g WHERE stored
-ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
-   SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
-             ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`,
-    [await funnelEventNames(tx)]);
+  await tx.query(UPSERT_STEPS, [await funnelEventNames(tx)]);
   for (const sql of APPLY_HIST_DELTAS) await tx.query(sql);
   // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
   await bumpAppVersions(tx);

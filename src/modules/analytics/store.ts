@@ -48,9 +48,19 @@ const ALL = -1;
 
 /**
  * `parts`: the configured partition count (ANALYTICS_FOLD_PARTITIONS); `parallelMin`: rounds of
- * fewer seqs fold all partitions in one transaction (ANALYTICS_FOLD_PARALLEL_MIN).
+ * fewer seqs fold all partitions in one transaction (ANALYTICS_FOLD_PARALLEL_MIN); `workMemMb`: the
+ * fold transactions' work_mem (ANALYTICS_FOLD_WORK_MEM_MB).
  */
-export function createRollupStore(db: Db, { parts, parallelMin }: { parts: number; parallelMin: number }) {
+export function createRollupStore(db: Db, { parts, parallelMin, workMemMb }: { parts: number; parallelMin: number; workMemMb: number }) {
+  /**
+   * The fold's sorts and hash tables over a chunk fit in memory instead of spilling to disk. Hash
+   * tables may take 4 x work_mem: the planner sizes an array_agg group at 8 kB (its real size is
+   * tens of bytes) and spilled the fold's hash aggregates from about 30,000 groups on.
+   */
+  const memory = async (tx: Queryable) => {
+    await tx.query(`SELECT set_config('work_mem', $1, true), set_config('hash_mem_multiplier', '4', true)`, [`${Math.trunc(workMemMb)}MB`]);
+  };
+
   /** Every app gets its rollup timezone recorded the first time the fold meets it. */
   async function registerApps(q: Queryable): Promise<void> {
     await q.query(`
@@ -73,8 +83,7 @@ ON CONFLICT (app_id) DO NOTHING`);
       if (from >= to) return { folded: 0, watermark: from };
       // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
       await tx.query(`SET LOCAL synchronous_commit = off`);
-      // The fold's sorts and hash joins over a chunk fit in memory instead of spilling to disk.
-      await tx.query(`SET LOCAL work_mem = '128MB'`);
+      await memory(tx);
       // The partitions already keep every core busy: parallel workers for the staging read (the
       // partition filter makes the planner expect few rows) only competed with them.
       await tx.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
@@ -216,7 +225,7 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
       return withTx(db, async (tx) => {
         const { rows } = await tx.query<{ id: number; watermark: number }>(`SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`);
         const wm = `CASE ${partOf('e.anon_id', rows.length)} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
-        await tx.query(`SET LOCAL work_mem = '128MB'`);
+        await memory(tx);
         await tx.query(WAL_UNCOMPRESSED);
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
