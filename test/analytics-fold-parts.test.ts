@@ -96,6 +96,38 @@ describe('analytics: a session shared by devices of one partition', () => {
   });
 });
 
+// The same for a session already stored: both devices' rows find it, and the fold groups the
+// batch's sessions again before widening it.
+describe('analytics: a stored session then reported by two devices of one partition', () => {
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
+
+  it('widens the one stored session', async () => {
+    const ids = Array.from({ length: 200 }, () => randomUUID());
+    const { rows } = await s.server.db.query<{ a: string }>(
+      `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = 0 LIMIT 2`, [ids]);
+    const [a, b] = rows.map((r) => r.a);
+    const [shared, other] = [randomUUID(), randomUUID()];
+    const t0 = Date.now() - 3_600_000;
+    const ev = (anon: string, session: string, ms: number) =>
+      makeEvent({ event_name: 'screen_view', ts_ms: t0 + ms, user: { anon_id: anon }, context: { session_id: session } });
+    const folded = () => until(async () => {
+      const { rows } = await s.server.db.query(`SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`);
+      return rows[0].done;
+    }, () => 'the batch was folded');
+    // b's last folded event (10 min) lies after the shared session's start: both devices look it up.
+    for (const batch of [[ev(a, shared, 0), ev(b, other, 600_000)], [ev(a, shared, 60_000), ev(b, shared, 120_000)]]) {
+      const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+      assert.equal(r.status, 202, r.text);
+      await folded();
+    }
+    const m = await kpis(s);
+    assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [2, 1, 60]); // sessions of 120 s and 0 s
+    const stored = await s.server.db.query<{ anon: string; secs: number }>(
+      `SELECT anon_id::text AS anon, extract(epoch FROM end_ts - start_ts)::int AS secs FROM an_sessions WHERE session_id = $1`, [shared]);
+    assert.deepEqual(stored.rows, [{ anon: a, secs: 120 }]);
+  });
+});
+
 // ANALYTICS_FOLD_PARTITIONS differs from the stored partitions (2, from the migration): the fold
 // re-cuts them once every partition has folded the same events, and folds with the new count.
 describe('analytics: a changed fold partition count', () => {

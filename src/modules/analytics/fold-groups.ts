@@ -13,23 +13,25 @@ import { FLAG } from './fold-sql.js';
  */
 
 /**
- * The batch's sessions per device: extent in time and in (app timezone) days. A session id used by
- * two devices of the batch shows up twice here: SHARED_SESSIONS finds those, and the fold groups
- * again with SESSION_GROUPS_SHARED.
+ * The batch's sessions per device: extent in time and in (app timezone) days. A session id that two
+ * devices of the batch report shows up twice here. As a new session its second insert then fails
+ * (a unique violation: store.ts refolds the batch, grouping with SESSION_GROUPS_EXACT); as a stored
+ * one both rows are found and SHARED_FOUND tells the fold to group again.
  */
 export const SESSION_GROUPS = `
 CREATE TEMP TABLE an_sg ON COMMIT DROP AS
 SELECT session_id, anon_id, app_id, environment, tenant_id, min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
   FROM an_ev WHERE session_id IS NOT NULL GROUP BY session_id, anon_id, app_id, environment, tenant_id`;
 
-export const SHARED_SESSIONS = `SELECT 1 FROM an_sg GROUP BY session_id, app_id, environment HAVING count(*) > 1 LIMIT 1`;
-
 /** One row per session id; its device is the one of its earliest event in the batch. */
-export const SESSION_GROUPS_SHARED = `
+export const SESSION_GROUPS_EXACT = `
 CREATE TEMP TABLE an_sg ON COMMIT DROP AS
 SELECT session_id, (array_agg(anon_id ORDER BY ts, event_id))[1] AS anon_id, app_id, environment, tenant_id,
        min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
   FROM an_ev WHERE session_id IS NOT NULL GROUP BY session_id, app_id, environment, tenant_id`;
+
+/** A stored session found twice in an_sv (FIND_SESSIONS marked them). */
+export const SHARED_FOUND = `SELECT 1 FROM an_sv WHERE existed GROUP BY session_id, app_id, environment HAVING count(*) > 1 LIMIT 1`;
 
 const RET_BITS = `CASE nd - coalesce(o.first_day, c.f_day) WHEN 1 THEN 1 WHEN 3 THEN 2 WHEN 7 THEN 4 WHEN 14 THEN 8
                                   WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END`;

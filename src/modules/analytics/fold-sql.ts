@@ -208,7 +208,9 @@ SELECT tenant_id, app_id, environment, day, anon_id, platform, country, n, flags
  * kept as '$trial'. Grouped by hash, and the few groups of several events sort their own array: a
  * sort of the batch by (name, day, device) compared mostly equal leading columns (measured: 0.9 s
  * of 1.9 s for 255,000 rows). A row can only be stored already for a day up to the device's stored
- * last day: the others are plain inserts. $1: funnelEventNames.
+ * last day: the others are plain inserts, by day and device (a cheap sort that keeps consecutive
+ * inserts within one (event, day) key range on neighbouring index pages: 3.4 µs per row against
+ * 7.4 µs in hash order). $1: funnelEventNames.
  */
 export const UPSERT_STEPS = `
 WITH s AS MATERIALIZED (

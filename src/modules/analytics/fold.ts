@@ -4,7 +4,7 @@ import {
   APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta,
   INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, UPDATE_OLD_DAYS, UPDATE_SESSIONS, UPSERT_STEPS,
 } from './fold-sql.js';
-import { SESSION_GROUPS, SESSION_GROUPS_SHARED, SHARED_SESSIONS, GROUP_DEVICES, STAGE_DEVICES, stageSessions } from './fold-groups.js';
+import { GROUP_DEVICES, SESSION_GROUPS, SESSION_GROUPS_EXACT, SHARED_FOUND, STAGE_DEVICES, stageSessions } from './fold-groups.js';
 import { FLAG_LAST_COLS, flagFast } from './fold-flags.js';
 
 /** The fold of one batch of events into the rollups (store.ts runs it per round and partition). */
@@ -17,10 +17,17 @@ const DEVICE_COLS = [
 const MOVED = `m.moved AND (m.platform IS DISTINCT FROM m.old_platform OR m.country IS DISTINCT FROM m.old_country)`;
 
 /**
- * Folds the events `stage` puts in the temp table an_ev into every rollup table. `lookUpAll` looks
- * every session of the batch up (stageSessions). Returns the number of events folded.
+ * How the batch's sessions are taken: `lookUpAll` looks every one up in an_sessions (stageSessions);
+ * `exact` groups them per session id at once (SESSION_GROUPS_EXACT). The retry of a batch whose
+ * session insert failed takes both; a rebuild, whose sessions are all new, `exact` alone.
  */
-export async function foldEvents(tx: Tx, stage: string, lookUpAll: boolean): Promise<number> {
+export interface SessionMode {
+  lookUpAll: boolean;
+  exact: boolean;
+}
+
+/** Folds the events `stage` puts in the temp table an_ev into every rollup table. Returns the number of events folded. */
+export async function foldEvents(tx: Tx, stage: string, { lookUpAll, exact }: SessionMode): Promise<number> {
   // The app's timezone joins by hash: the planner's choice, an index probe of an_app_state per
   // event, was 40% of the staging (measured: 1.6 s of 3.9 s for 1,500,000 events).
   await tx.query(`SET LOCAL enable_nestloop = off`);
@@ -53,20 +60,16 @@ SELECT v.*, true AS is_new, 0 AS old_flags, (v.day <= o.last_day) IS TRUE AS pro
 UPDATE an_dd v SET is_new = false, old_flags = x.flags
   FROM an_device_days x WHERE v.probe AND x.app_id = v.app_id AND x.environment = v.environment AND x.day = v.day AND x.anon_id = v.anon_id`);
 
-  // The batch's sessions (fold-sql.ts); an_dev takes each device's last one from them.
-  await tx.query(SESSION_GROUPS);
-  if ((await tx.query(SHARED_SESSIONS)).rowCount) {
-    await tx.query(`DROP TABLE an_sg`);
-    await tx.query(SESSION_GROUPS_SHARED);
-  }
+  // The batch's sessions (fold-groups.ts); an_dev takes each device's last one from them.
+  await tx.query(exact ? SESSION_GROUPS_EXACT : SESSION_GROUPS);
 
   // 2. Per device: merge the batch into the stored device row. A device is "late" when the batch
   // adds a day before its last known day (its first event, platform, country, previous-day chain
   // or retention bits may change); late devices are recomputed from their full history below.
   // In-order devices (the normal case) update incrementally.
-  // The join-backs' multi-column estimates come out at one row: nested loops over the batch.
   await tx.query(GROUP_DEVICES);
   await tx.query(`ANALYZE an_dc`);
+  // The join-backs' multi-column estimates come out at one row: nested loops over the batch.
   await tx.query(`SET LOCAL enable_nestloop = off`);
   await tx.query(STAGE_DEVICES);
   await tx.query(`SET LOCAL enable_nestloop = on`);
@@ -165,10 +168,14 @@ UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
 
   // Sessions: the batch's sessions with their device's platform/country and their stored extent,
   // then update / insert / histogram delta.
-  await tx.query(stageSessions(lookUpAll));
-  // Statistics first: unanalyzed, the planner hash-joins the few looked-up / existing ones with all of an_sessions.
-  await tx.query(`ANALYZE an_sv`);
-  if ((await tx.query(FIND_SESSIONS)).rowCount) await tx.query(UPDATE_SESSIONS);
+  let found = await stageAndFindSessions(tx, lookUpAll);
+  if (found && (await tx.query(SHARED_FOUND)).rowCount) {
+    // A stored session that two devices of the batch report: grouped exactly, it is one row.
+    await tx.query(`DROP TABLE an_sv, an_sg`);
+    await tx.query(SESSION_GROUPS_EXACT);
+    found = await stageAndFindSessions(tx, lookUpAll);
+  }
+  if (found) await tx.query(UPDATE_SESSIONS);
   await tx.query(INSERT_SESSIONS);
   await tx.query(SESSION_HIST);
 
@@ -197,4 +204,12 @@ ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
   // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
   await bumpAppVersions(tx);
   return n;
+}
+
+/** Stages the batch's sessions (an_sv) and marks those already stored; returns how many are. */
+async function stageAndFindSessions(tx: Tx, lookUpAll: boolean): Promise<number> {
+  await tx.query(stageSessions(lookUpAll));
+  // Statistics first: unanalyzed, the planner hash-joins the few looked-up / existing ones with all of an_sessions.
+  await tx.query(`ANALYZE an_sv`);
+  return (await tx.query(FIND_SESSIONS)).rowCount ?? 0;
 }

@@ -18,8 +18,9 @@ const partOf = (anonId: string, parts: number) => `abs(uuid_hash_extended(${anon
 /**
  * A batch session found stored only on insert (stageSessions): a unique violation. One reported by
  * devices of two partitions is inserted by both: the second waits for the first, then fails (or
- * deadlocks when both wait). A retry after the other partitions committed, looking every session
- * up, finds it and widens it.
+ * deadlocks when both wait); one reported by two devices of one batch is inserted twice. A retry
+ * after the other partitions committed, looking every session up and grouping per session id,
+ * finds it and widens it.
  */
 const isConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: string }).code ?? '');
 
@@ -91,7 +92,7 @@ ON CONFLICT (app_id) DO NOTHING`);
       // Each partition reads the range itself: a shared staging table read once measured slower
       // (its write is serial; the two reads run in parallel).
       const mine = part === ALL ? '' : ` AND ${partOf('e.anon_id', n)} = ${part}`;
-      const folded = await foldEvents(tx, stageSql(`e.seq > ${from} AND e.seq <= ${to}${mine}`), lookUpAll);
+      const folded = await foldEvents(tx, stageSql(`e.seq > ${from} AND e.seq <= ${to}${mine}`), { lookUpAll, exact: lookUpAll });
       await tx.query(`
 UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + CASE WHEN id = greatest($3, 0) THEN $2 ELSE 0 END
  WHERE id = $3 OR $3 = ${ALL}`, [to, folded, part]);
@@ -229,8 +230,8 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
         await tx.query(WAL_UNCOMPRESSED);
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
-        // The app's rows were just deleted: every session is new (no look-ups).
-        return foldEvents(tx, stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`), false);
+        // The app's rows were just deleted: every session is new (no look-ups; no retry either, so grouped exactly).
+        return foldEvents(tx, stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`), { lookUpAll: false, exact: true });
       });
     },
 
