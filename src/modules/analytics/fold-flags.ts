@@ -33,7 +33,9 @@ SELECT tenant_id, app_id, environment, day, coalesce(platform, 'unknown'), coale
        coalesce(day - prev, 100000), count(*)::int
   FROM (SELECT v.tenant_id, v.app_id, v.environment, v.day, m.platform, m.country, f.bit,
                coalesce(lag(v.day) OVER (PARTITION BY v.anon_id, v.app_id, v.environment, f.bit ORDER BY v.day), ${oldLast}) AS prev
-          FROM an_dd v JOIN an_dev m ON m.app_id = v.app_id AND m.environment = v.environment AND m.anon_id = v.anon_id
+          -- Only the days gaining a bit are multiplied by the bits (most device-days have none).
+          FROM (SELECT * FROM an_dd WHERE flags & ~old_flags <> 0) v
+          JOIN an_dev m ON m.app_id = v.app_id AND m.environment = v.environment AND m.anon_id = v.anon_id
          CROSS JOIN unnest('{${BITS.join(',')}}'::int[]) AS f(bit)
          WHERE v.flags & ~v.old_flags & f.bit <> 0 AND NOT m.flag_slow AND NOT (${moved})) z
  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;

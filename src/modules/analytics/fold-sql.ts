@@ -179,14 +179,15 @@ SELECT tenant_id, app_id, environment, sd, ed, coalesce(platform, 'unknown'), co
  HAVING sum(sg) <> 0 OR sum(sg * extract(epoch FROM e - s)) <> 0`;
 /**
  * The batch's device-days the table does not have yet, with their previous active day. For
- * in-order devices that is the latest of the stored last day and the batch's earlier days (the
- * batch's days that already exist are all <= the stored last day, so leaving them out of the lag
- * changes nothing); late devices are recomputed from their full history afterwards.
+ * in-order devices that is the latest of the stored last day and the batch's previous day of the
+ * device (an_dd.prev_in_batch: the batch's days that already exist are all <= the stored last day,
+ * so counting them in changes nothing); late devices are recomputed from their full history
+ * afterwards.
  */
 export const STAGE_NEW_DAYS = `
 CREATE TEMP TABLE an_ddn ON COMMIT DROP AS
 SELECT v.tenant_id, v.app_id, v.environment, v.day, v.anon_id, d.platform, d.country, v.n, v.flags, d.late,
-       greatest(lag(v.day) OVER (PARTITION BY v.anon_id, v.app_id, v.environment ORDER BY v.day), d.old_last) AS prev_day
+       greatest(v.prev_in_batch, d.old_last) AS prev_day
   FROM an_dd v JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
  WHERE v.is_new`;
 

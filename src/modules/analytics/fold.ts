@@ -49,11 +49,13 @@ SELECT o.*, o.ctid AS tid FROM (SELECT DISTINCT anon_id, app_id, environment FRO
 
   // 1. The batch per device-day, marking the days the device did not have yet. Only a day up to the
   // device's stored last day can exist: in ingestion order few do, and only those are looked up.
+  // The device's previous day in the batch comes from the grouping's own order.
   await tx.query(`
 CREATE TEMP TABLE an_dd ON COMMIT DROP AS
 SELECT v.*, true AS is_new, 0 AS old_flags, (v.day <= o.last_day) IS TRUE AS probe
-  FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags, min(ts) AS f_ts, max(ts) AS l_ts
-          FROM an_ev GROUP BY anon_id, day, app_id, environment, tenant_id) v
+  FROM (SELECT tenant_id, app_id, environment, anon_id, day, count(*)::int AS n, bit_or(flag) AS flags, min(ts) AS f_ts, max(ts) AS l_ts,
+               lag(day) OVER (PARTITION BY anon_id, app_id, environment ORDER BY day) AS prev_in_batch
+          FROM an_ev GROUP BY anon_id, app_id, environment, day, tenant_id) v
   LEFT JOIN an_old o ON o.app_id = v.app_id AND o.environment = v.environment AND o.anon_id = v.anon_id`);
   await tx.query(`ANALYZE an_dd`);
   const { rowCount: oldDays } = await tx.query(`
