@@ -19,8 +19,9 @@ const { values } = parseArgs({
     'active-days': { type: 'string', default: '0' },
     chunk: { type: 'string', default: '5000000' },
     parts: { type: 'string', default: '2' },
-    // The service's ANALYTICS_FOLD_WORK_MEM_MB default.
+    // The service's ANALYTICS_FOLD_WORK_MEM_MB and ANALYTICS_FOLD_TEMP_BUFFERS_MB defaults.
     'work-mem-mb': { type: 'string', default: '256' },
+    'temp-buffers-mb': { type: 'string', default: '2048' },
   },
 });
 const EVENTS = Number(values.events);
@@ -32,7 +33,7 @@ const PARTS = Number(values.parts);
 
 /** A pool whose transaction clients time each statement, keyed by its first words. */
 function timedPool(url: string, times: Map<string, number>): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max: PARTS });
+  const pool = new pg.Pool({ connectionString: url, max: PARTS, options: `-c temp_buffers=${Number(values['temp-buffers-mb'])}MB` });
   pool.on('connect', (c) => {
     const query = c.query.bind(c) as (...a: unknown[]) => Promise<unknown>;
     (c as unknown as { query: typeof query }).query = async (...a: unknown[]) => {

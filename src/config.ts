@@ -37,6 +37,8 @@ export interface Config {
   foldChunk: number;
   /** work_mem (MB) of a fold transaction; its hash tables may use 4 times that. */
   foldWorkMemMb: number;
+  /** temp_buffers (MB) of the service's database sessions: room for a fold chunk's temp tables. */
+  foldTempBuffersMb: number;
   exportTtlHours: number;
   adNetwork: {
     authUrl: string;
@@ -123,6 +125,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     foldParallelMin: int(env, 'ANALYTICS_FOLD_PARALLEL_MIN', 50_000, 0, 10_000_000),
     foldChunk: int(env, 'ANALYTICS_FOLD_CHUNK', 5_000_000, 1, 50_000_000),
     foldWorkMemMb: int(env, 'ANALYTICS_FOLD_WORK_MEM_MB', 256, 16, 16_384),
+    foldTempBuffersMb: int(env, 'ANALYTICS_FOLD_TEMP_BUFFERS_MB', 2048, 8, 65_536),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',

@@ -24,7 +24,7 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
     embedded = await startEmbeddedDb(config.dataDir, config.embeddedPgPort, (m) => logger.info(m));
     databaseUrl = embedded.url;
   }
-  const db = createPool(databaseUrl, config.dbPoolMax);
+  const db = createPool(databaseUrl, config.dbPoolMax, { tempBuffersMb: config.foldTempBuffersMb });
   await migrate(db, (m) => logger.info(m));
   await ensureEventPartitions(db);
 

@@ -10,8 +10,14 @@ export type Tx = pg.PoolClient;
 /** Anything that can run a query: the pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
-export function createPool(url: string, max = 20): Db {
-  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000 });
+/**
+ * `tempBuffersMb`: each session's temp_buffers, set at connection start (it cannot change once a
+ * session has used a temp table). Local buffers are allocated only as temp tables fill them, so
+ * sessions without big temp tables (all but the analytics fold's) use none of it.
+ */
+export function createPool(url: string, max = 20, { tempBuffersMb }: { tempBuffersMb?: number } = {}): Db {
+  const options = tempBuffersMb ? `-c temp_buffers=${Math.trunc(tempBuffersMb)}MB` : undefined;
+  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000, options });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
   return pool;
