@@ -195,6 +195,8 @@ kpis p50 135 / p99 218; timeseries 62 / 134; funnels p99 8-11; retention p99 23;
 Sixth pass (device-first device-day key; an_sessions still with its anon_id hash index): without the VACUUM step (2026-11-22T04:27Z)
 fold 50,506 events/s, lag p50 18 s / max 28 s at 15,317 events/s; with it (2026-11-22T04:39Z) fold 51,141 events/s, kpis p99 217,
 lag p50 15 s / max 21 s at 18,900 events/s; (2026-11-22T04:59Z) fold 44,683 events/s, kpis p99 254, lag p50 25 s / max 28 s at 16,717 events/s.
+Seventh pass (2026-11-22T06:35Z: an_sessions with its key only, sorted groupings) fold 47,678 events/s, kpis p99 272, lag p50 20 s / max 29 s
+at 16,217 events/s; with --active-days 2 (2026-11-22T06:13Z) fold 77,252 events/s, kpis p99 201, lag p50 22.5 s / max 29.5 s at 17,933 events/s.
 Load average during this run (1 min, at the end): ${loadavg()[0].toFixed(2)} on 2 cores shared with other engineers' runs.
 
 Steady state (after a VACUUM of the bulk-loaded events, ${vacuumS.toFixed(0)} s): ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;

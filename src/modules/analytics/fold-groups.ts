@@ -4,9 +4,9 @@ import { FLAG } from './fold-sql.js';
 /**
  * The batch's groupings the fold works from: per session (an_sg, then an_sv) and per device
  * (an_dev). They are hash aggregates: none needs the batch in order. Sorting the batch per device
- * (for its first and last event) and again per session cost 1.5-2 µs per event at full size; the
- * device's first event is found instead by joining back on its earliest timestamp, and its last
- * session from the session groups.
+ * (for its first and last event) and again per session cost 6.5 µs of statement time per event on
+ * the bench's 2-active-day data at full size, these groupings 3.8 µs: the device's first event is
+ * found by joining back on its earliest timestamp, and its last session from the session groups.
  *
  * Grouping keys name the random uuid (anon_id, session_id) first: where the planner still sorts,
  * abbreviated keys of the leading column then decide most comparisons.
@@ -23,7 +23,7 @@ CREATE TEMP TABLE an_sg ON COMMIT DROP AS
 SELECT session_id, anon_id, app_id, environment, tenant_id, min(ts) AS s, max(ts) AS e, min(day) AS sd, max(day) AS ed
   FROM an_ev WHERE session_id IS NOT NULL GROUP BY session_id, anon_id, app_id, environment, tenant_id`;
 
-/** One row per session id; its device is the one of its earliest event in the batch. */
+/** One row per session id, its device the one of its earliest event in the batch (retries, rebuilds). */
 export const SESSION_GROUPS_EXACT = `
 CREATE TEMP TABLE an_sg ON COMMIT DROP AS
 SELECT session_id, (array_agg(anon_id ORDER BY ts, event_id))[1] AS anon_id, app_id, environment, tenant_id,
@@ -37,11 +37,8 @@ const RET_BITS = `CASE nd - coalesce(o.first_day, c.f_day) WHEN 1 THEN 1 WHEN 3 
                                   WHEN 30 THEN 16 WHEN 60 THEN 32 WHEN 90 THEN 64 ELSE 0 END`;
 
 /**
- * Per device (an_dd grouped, an_old as stored): its merged values and those before the batch. The
- * first event (platform, country: the earliest timestamp, event id breaking a tie) is joined back
- * from the batch; the last session is the one ending at the device's latest timestamp. A day is a
- * monotonic function of the timestamp (one timezone per app), so the first event's day is the
- * earliest day.
+ * The batch per device (an_dd grouped). A day is a monotonic function of the timestamp (one
+ * timezone per app), so the first event's day is the earliest day.
  */
 export const GROUP_DEVICES = `
 CREATE TEMP TABLE an_dc ON COMMIT DROP AS
@@ -51,6 +48,11 @@ SELECT tenant_id, app_id, environment, anon_id, min(day) AS f_day, min(f_ts) AS 
        ${FLAG_NEW_AGG}
   FROM an_dd GROUP BY anon_id, app_id, environment, tenant_id`;
 
+/**
+ * Per device (an_dc, an_old as stored): its merged values and those before the batch. The first
+ * event (platform, country: the earliest timestamp, event id breaking a tie) is joined back from
+ * the batch; the last session is the one ending at the device's latest timestamp.
+ */
 export const STAGE_DEVICES = `
 CREATE TEMP TABLE an_dev ON COMMIT DROP AS
 WITH fe AS (
