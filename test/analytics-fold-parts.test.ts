@@ -20,6 +20,25 @@ async function kpis(s: TenantApp): Promise<Record<string, number>> {
   return Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
 }
 
+/** `n` random device ids of fold partition `part` (of 2), picked with the fold's own partition function. */
+async function devicesOf(s: TenantApp, part: number, n: number): Promise<string[]> {
+  const ids = Array.from({ length: 40 * n }, () => randomUUID());
+  const { rows } = await s.server.db.query<{ a: string }>(
+    `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = $2`, [ids, part]);
+  assert.ok(rows.length >= n);
+  return rows.slice(0, n).map((r) => r.a);
+}
+
+/** Ingests `batch` and waits until every fold partition has folded it. */
+async function ingestAndFold(s: TenantApp, batch: unknown[]): Promise<void> {
+  const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+  assert.equal(r.status, 202, r.text);
+  await until(async () => {
+    const { rows } = await s.server.db.query(`SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`);
+    return rows[0].done;
+  }, () => 'every partition folded the batch');
+}
+
 // The fold runs its device partitions in parallel (store.ts). A session id reported by two devices
 // of different partitions is written by both partitions' transactions; the numbers must be those
 // of one session spanning both devices' events, as with a single partition.
@@ -27,17 +46,8 @@ describe('analytics: parallel fold partitions', () => {
   // Every round runs the partitions in parallel, however small.
   const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
 
-  /** `n` random device ids of partition `part`, picked with the fold's own partition function. */
-  const devicesOf = async (part: number, n: number): Promise<string[]> => {
-    const ids = Array.from({ length: 40 * n }, () => randomUUID());
-    const { rows } = await s.server.db.query<{ a: string }>(
-      `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = $2`, [ids, part]);
-    assert.ok(rows.length >= n);
-    return rows.slice(0, n).map((r) => r.a);
-  };
-
   it('counts a session shared by devices of two partitions once, spanning both devices\' events', async () => {
-    const [a, b] = [await devicesOf(0, 10), await devicesOf(1, 10)];
+    const [a, b] = [await devicesOf(s, 0, 10), await devicesOf(s, 1, 10)];
     const start = Date.now() - 3_600_000;
     // Pair i: device a[i] opens session i, device b[i] reports the same session (i + 1) minutes later.
     const batch = a.flatMap((anon, i) => {
@@ -47,13 +57,7 @@ describe('analytics: parallel fold partitions', () => {
         makeEvent({ event_name: 'screen_view', ts_ms: start + (i + 1) * 60_000, user: { anon_id: b[i] }, context: { session_id: session } }),
       ];
     });
-    const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
-    assert.equal(r.status, 202, r.text);
-
-    await until(async () => {
-      const { rows } = await s.server.db.query(`SELECT count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
-      return rows[0].done === 2;
-    }, () => 'both partitions folded the batch');
+    await ingestAndFold(s, batch);
 
     const m = await kpis(s);
     assert.equal(m.wau, 20);
@@ -68,10 +72,8 @@ describe('analytics: a session shared by devices of one partition', () => {
   const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
 
   it('counts it once, spanning both devices\' events, on the device of its first event', async () => {
-    const ids = Array.from({ length: 400 }, () => randomUUID());
-    const { rows } = await s.server.db.query<{ a: string }>(
-      `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = 0 LIMIT 20`, [ids]);
-    const [a, b] = [rows.slice(0, 10).map((r) => r.a), rows.slice(10, 20).map((r) => r.a)];
+    const ids = await devicesOf(s, 0, 20);
+    const [a, b] = [ids.slice(0, 10), ids.slice(10)];
     const start = Date.now() - 3_600_000;
     const batch = a.flatMap((anon, i) => {
       const session = randomUUID();
@@ -80,12 +82,7 @@ describe('analytics: a session shared by devices of one partition', () => {
         makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
       ];
     });
-    const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
-    assert.equal(r.status, 202, r.text);
-    await until(async () => {
-      const { rows } = await s.server.db.query(`SELECT count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
-      return rows[0].done === 2;
-    }, () => 'both partitions folded the batch');
+    await ingestAndFold(s, batch);
 
     const m = await kpis(s);
     assert.equal(m.wau, 20);
@@ -102,24 +99,14 @@ describe('analytics: a stored session then reported by two devices of one partit
   const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
 
   it('widens the one stored session', async () => {
-    const ids = Array.from({ length: 200 }, () => randomUUID());
-    const { rows } = await s.server.db.query<{ a: string }>(
-      `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = 0 LIMIT 2`, [ids]);
-    const [a, b] = rows.map((r) => r.a);
+    const [a, b] = await devicesOf(s, 0, 2);
     const [shared, other] = [randomUUID(), randomUUID()];
     const t0 = Date.now() - 3_600_000;
     const ev = (anon: string, session: string, ms: number) =>
       makeEvent({ event_name: 'screen_view', ts_ms: t0 + ms, user: { anon_id: anon }, context: { session_id: session } });
-    const folded = () => until(async () => {
-      const { rows } = await s.server.db.query(`SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`);
-      return rows[0].done;
-    }, () => 'the batch was folded');
     // b's last folded event (10 min) lies after the shared session's start: both devices look it up.
-    for (const batch of [[ev(a, shared, 0), ev(b, other, 600_000)], [ev(a, shared, 60_000), ev(b, shared, 120_000)]]) {
-      const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
-      assert.equal(r.status, 202, r.text);
-      await folded();
-    }
+    await ingestAndFold(s, [ev(a, shared, 0), ev(b, other, 600_000)]);
+    await ingestAndFold(s, [ev(a, shared, 60_000), ev(b, shared, 120_000)]);
     const m = await kpis(s);
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [2, 1, 60]); // sessions of 120 s and 0 s
     const stored = await s.server.db.query<{ anon: string; secs: number }>(
