@@ -5,7 +5,9 @@ import { after, before, describe, it } from 'node:test';
 import { createTenant, makeEvent } from './helpers/client.js';
 import { useTenantApp } from './helpers/suite.js';
 
-const suite = useTenantApp();
+// Tests here read the outbox rows ingestion writes; the webhook worker's fan-out drains them (every
+// WEBHOOK_POLL_MS, 500 by default), which raced those reads: it polls once a minute here.
+const suite = useTenantApp({ WEBHOOK_POLL_MS: '60000' });
 
 const send = (batch: unknown[], key = suite.t.live.public_key) => suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
 const stored = async (ids: string[]) =>
