@@ -155,13 +155,7 @@ describe('analytics: a backlog folded in chunks', () => {
       ...devices.map(([anon, session]) =>
         makeEvent({ event_name: 'screen_view', ts_ms: start + 300_000, user: { anon_id: anon }, context: { session_id: session } })),
     ];
-    const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
-    assert.equal(r.status, 202, r.text);
-
-    await until(async () => {
-      const { rows } = await s.server.db.query(`SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`);
-      return rows[0].done;
-    }, () => 'the backlog was folded');
+    await ingestAndFold(s, batch);
     // Table statistics reach pg_stat a moment after the fold's backends go idle.
     let widened = 0;
     await until(async () => {

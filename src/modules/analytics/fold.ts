@@ -30,9 +30,7 @@ export interface SessionMode {
 export async function foldEvents(tx: Tx, stage: string, { lookUpAll, exact }: SessionMode): Promise<number> {
   // The app's timezone joins by hash: the planner's choice, an index probe of an_app_state per
   // event, was 40% of the staging (measured: 1.6 s of 3.9 s for 1,500,000 events).
-  await tx.query(`SET LOCAL enable_nestloop = off`);
-  const n = (await tx.query(stage)).rowCount ?? 0;
-  await tx.query(`SET LOCAL enable_nestloop = on`);
+  const n = (await without(tx, ['nestloop'], stage)).rowCount ?? 0;
   if (n === 0) return 0;
   // The fold's temp tables are analyzed for row counts and fractions (new, late, looked up):
   // a small sample gives those; the default one costs more than some of the statements.
@@ -72,9 +70,7 @@ UPDATE an_dd v SET is_new = false, old_flags = x.flags
   await tx.query(GROUP_DEVICES);
   await tx.query(`ANALYZE an_dc`);
   // The join-backs' multi-column estimates come out at one row: nested loops over the batch.
-  await tx.query(`SET LOCAL enable_nestloop = off`);
-  await tx.query(STAGE_DEVICES);
-  await tx.query(`SET LOCAL enable_nestloop = on`);
+  await without(tx, ['nestloop'], STAGE_DEVICES);
   await tx.query(`ANALYZE an_dev`);
   // Flag histogram: devices gaining a flag bit before their latest day with it, or moving
   // platform/country, leave it with their stored flagged days now and re-enter, recomputed, at the
@@ -92,15 +88,11 @@ SELECT m.app_id, m.environment, m.anon_id FROM an_dev m WHERE m.flag_slow OR (${
   // transaction's first write to an_devices, and only this partition writes these rows): one heap
   // fetch each, where a join by key hashed the whole table. New ones are plain inserts.
   const cols = DEVICE_COLS.join(', ');
-  await tx.query(`SET LOCAL enable_hashjoin = off`);
-  await tx.query(`SET LOCAL enable_mergejoin = off`);
-  await tx.query(`
+  await without(tx, ['hashjoin', 'mergejoin'], `
 UPDATE an_devices d SET (${cols}) = (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})
   FROM an_dev m
  WHERE m.existed AND d.ctid = m.old_tid AND d.anon_id = m.anon_id AND d.app_id = m.app_id AND d.environment = m.environment
    AND (${DEVICE_COLS.map((c) => `d.${c}`).join(', ')}) IS DISTINCT FROM (${DEVICE_COLS.map((c) => `m.${c}`).join(', ')})`);
-  await tx.query(`SET LOCAL enable_hashjoin = on`);
-  await tx.query(`SET LOCAL enable_mergejoin = on`);
   await tx.query(`
 INSERT INTO an_devices (tenant_id, app_id, environment, anon_id, ${cols})
 SELECT tenant_id, app_id, environment, anon_id, ${cols} FROM an_dev WHERE NOT existed ORDER BY anon_id, app_id, environment`);
@@ -214,4 +206,16 @@ async function stageAndFindSessions(tx: Tx, lookUpAll: boolean): Promise<number>
   // Statistics first: unanalyzed, the planner hash-joins the few looked-up / existing ones with all of an_sessions.
   await tx.query(`ANALYZE an_sv`);
   return (await tx.query(FIND_SESSIONS)).rowCount ?? 0;
+}
+
+/**
+ * Runs `sql` with the given planner join methods switched off for it alone. No restore on failure:
+ * the transaction is then aborted, which drops SET LOCAL anyway, and a query there would replace
+ * the error (a unique violation store.ts retries on) with "transaction aborted".
+ */
+async function without(tx: Tx, methods: ('nestloop' | 'hashjoin' | 'mergejoin')[], sql: string) {
+  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = off`);
+  const result = await tx.query(sql);
+  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = on`);
+  return result;
 }
