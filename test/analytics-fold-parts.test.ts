@@ -167,3 +167,29 @@ describe('analytics: a backlog folded in chunks', () => {
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
   });
 });
+
+// trial_to_paid's conversions are kept on the trial rows (fold-sql.ts TRIAL_CONVERSIONS): a paid
+// purchase folded after its trial, and a trial folded late, after its paid purchase, both count.
+describe('analytics: trial conversions folded in either order', () => {
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1' });
+
+  it('converts a trial whichever of it and its purchase is folded first', async () => {
+    const day = 86_400_000;
+    const t0 = Date.now() - 45 * day;
+    const [a, b, c, d] = Array.from({ length: 4 }, () => randomUUID());
+    const buy = (anon: string, ts: number, trial: boolean) => makeEvent({
+      event_name: 'purchase_completed', ts_ms: ts, user: { anon_id: anon },
+      properties: { price: trial ? 0 : 9.99, currency: 'USD', is_trial: trial, period: 'P1M' },
+    });
+    // First fold: A's and C's trials, C's purchase 9 days later (within 30 days, not 7), B's
+    // purchase, D's trial. Second fold: A's purchase 2 days after its trial; B's trial, late.
+    await ingestAndFold(s, [buy(a, t0, true), buy(c, t0, true), buy(c, t0 + 9 * day, false), buy(b, t0 + 3 * day, false), buy(d, t0, true)]);
+    await ingestAndFold(s, [buy(a, t0 + 2 * day, false), buy(b, t0, true)]);
+    const date = (daysAgo: number) => new Date(Date.now() - daysAgo * day).toISOString().slice(0, 10);
+    const k = await s.c.get(`/api/v1/analytics/kpis?start_date=${date(50)}&end_date=${date(35)}`, s.t.console);
+    assert.equal(k.status, 200, k.text);
+    const m = Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
+    // 4 trials 45 days ago (both conversion windows are over): A and B convert within 7 days, C within 30, D not.
+    assert.deepEqual([m.trial_to_paid_d7, m.trial_to_paid_d30], [50, 75]);
+  });
+});

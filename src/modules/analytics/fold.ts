@@ -2,7 +2,8 @@ import type { Tx } from '../../db/pool.js';
 import { bumpAppVersions } from './funnel-store.js';
 import {
   APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta,
-  INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, UPDATE_OLD_DAYS, UPDATE_SESSIONS, UPSERT_STEPS,
+  INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, TRIAL_CONVERSIONS, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
+  UPSERT_STEPS,
 } from './fold-sql.js';
 import { GROUP_DEVICES, SESSION_GROUPS, SESSION_GROUPS_EXACT, SHARED_FOUND, STAGE_DEVICES, stageSessions } from './fold-groups.js';
 import { FLAG_LAST_COLS, flagFast } from './fold-flags.js';
@@ -192,6 +193,8 @@ SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, 
   JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
   CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
 ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
+  // Index probes per purchasing device: a hash join reads every trial the app ever had.
+  await without(tx, ['hashjoin', 'mergejoin'], TRIAL_CONVERSIONS);
 
   await tx.query(UPSERT_STEPS, [await funnelEventNames(tx)]);
   for (const sql of APPLY_HIST_DELTAS) await tx.query(sql);
