@@ -394,13 +394,17 @@ describe('analytics: rollups and the 24 metrics', () => {
     const count = async () => {
       const a = cur(await kpis(`${W()}&environment=sandbox&platform=android`));
       const i = cur(await kpis(`${W()}&environment=sandbox&platform=ios`));
-      return { android: a.new_users, ios: i.new_users, androidSessions: a.avg_sessions_per_user };
+      return { android: a.new_users, ios: i.new_users, androidSessions: a.avg_sessions_per_user, androidUsd: a.net_revenue, iosUsd: i.net_revenue };
     };
     const before = await count();
-    await ingest([fev('android', 5, randomUUID())], t.sandbox.public_key);
+    const s1 = randomUUID();
+    // F's purchase moves with it (revenue histogram cells).
+    const buy = { ...fev('android', 5, s1), event_id: randomUUID(), event_name: 'purchase_completed', properties: { price: 10, currency: 'USD', period: 'P1M' } };
+    await ingest([fev('android', 5, s1), buy], t.sandbox.public_key);
     await fold();
     const mid = await count();
     assert.equal(mid.android, before.android + 1);
+    assert.equal(mid.androidUsd, before.androidUsd + 10);
     await ingest([fev('ios', 1, randomUUID())], t.sandbox.public_key);
     await fold();
     const after = await count();
@@ -408,6 +412,25 @@ describe('analytics: rollups and the 24 metrics', () => {
     assert.equal(after.android, before.android);
     assert.equal(after.ios, mid.ios + 1);
     assert.equal(after.androidSessions, before.androidSessions);
+    assert.deepEqual([after.androidUsd, after.iosUsd], [before.androidUsd, mid.iosUsd + 10]);
+  });
+
+  it('counts a purchase in a currency without a rate once the rate exists', async () => {
+    const sandbox = async () => {
+      const k = cur(await kpis(`${W()}&environment=sandbox`));
+      return { usd: k.net_revenue, mrr: k.mrr };
+    };
+    const before = await sandbox();
+    const buy = makeEvent({ event_name: 'purchase_completed', ts_ms: at(4, '12:00'), user: { anon_id: randomUUID() },
+      properties: { price: 8, currency: 'XTS', period: 'P1M' } });
+    await ingest([buy], t.sandbox.public_key);
+    await fold();
+    assert.deepEqual(await sandbox(), before);
+    const rate = await c.put('/api/v1/admin/exchange-rates', { rates: [{ currency: 'XTS', day: add(B, -10), usd_per_unit: 1.5 }] }, root);
+    assert.equal(rate.status, 200, rate.text);
+    await fold();
+    // 8 XTS (ISO's testing code, in no shipped rate file) x 1.5 = 12 USD, a monthly subscription bought B+4 that covers the window's end.
+    assert.deepEqual(await sandbox(), { usd: before.usd + 12, mrr: before.mrr + 12 });
   });
 
   it('rebuilds in the background when the timezone changes', async () => {
@@ -444,6 +467,12 @@ describe('analytics: rollups and the 24 metrics', () => {
         `SELECT app_id, environment, start_day, end_day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), count(*)::int,
                 sum(extract(epoch FROM end_ts - start_ts))::float8
            FROM an_sessions GROUP BY 1, 2, 3, 4, 5, 6`],
+      // USD sums to 6 decimals: the kept ones were added in another order.
+      ['revenue', `SELECT app_id, environment, day, platform, country, kind, period_end, n, round(usd::numeric, 6), round(mrr::numeric, 6)
+           FROM an_rev_hist WHERE n <> 0`,
+        `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), kind, coalesce(period_end, 'infinity'),
+                count(*)::int, round(coalesce(sum(amount_usd), 0)::numeric, 6), round(coalesce(sum(mrr_usd), 0)::numeric, 6)
+           FROM an_purchases GROUP BY 1, 2, 3, 4, 5, 6, 7`],
     ];
     for (const [name, kept, truth] of pairs) {
       const { rows } = await server.db.query(`SELECT (SELECT count(*)::int FROM ((${kept}) EXCEPT ALL (${truth})) a) AS extra,

@@ -63,11 +63,12 @@ const HISTS = [
   ['an_cohort_hist', 'an_d_cohort', 'first_day, platform, country, ret_mask', ['n']],
   ['an_onb_hist', 'an_d_onb', 'first_day, platform, country, onb_off', ['n']],
   ['an_flag_hist', 'an_d_flag', 'day, platform, country, flag, gap', ['n']],
+  ['an_rev_hist', 'an_d_rev', 'day, platform, country, kind, period_end', ['n', 'usd', 'mrr']],
 ] as const;
 
 export const CREATE_HIST_DELTAS = HISTS.map(([table, delta]) => `CREATE TEMP TABLE ${delta} (LIKE ${table}) ON COMMIT DROP`).join(';\n');
 
-export const APPLY_HIST_DELTAS = HISTS.map(([table, delta, cell, sums]) => {
+function applyDelta([table, delta, cell, sums]: (typeof HISTS)[number]): string {
   const key = `app_id, environment, ${cell}`;
   return `
 INSERT INTO ${table} (tenant_id, ${key}, ${sums.join(', ')})
@@ -75,7 +76,15 @@ SELECT tenant_id, ${key}, ${sums.map((c) => `sum(${c})`).join(', ')} FROM ${delt
  GROUP BY ${key}, tenant_id HAVING ${sums.map((c) => `sum(${c}) <> 0`).join(' OR ')}
  ORDER BY ${key}
 ON CONFLICT (${key}) DO UPDATE SET ${sums.map((c) => `${c} = ${table}.${c} + EXCLUDED.${c}`).join(', ')}`;
-});
+}
+
+export const APPLY_HIST_DELTAS = HISTS.map(applyDelta);
+
+/** The revenue histogram's delta table and its application, for writers outside the fold (convertPending). */
+export const REVENUE_DELTA = {
+  create: `CREATE TEMP TABLE an_d_rev (LIKE an_rev_hist) ON COMMIT DROP`,
+  apply: applyDelta(HISTS.find(([table]) => table === 'an_rev_hist')!),
+};
 
 /** Adds (+) or removes (-) the device-day rows `y` of `from` to / from the active-user histogram (its delta table). */
 export function histDelta(sign: '+' | '-', from: string): string {
@@ -232,18 +241,3 @@ SELECT tenant_id, app_id, environment, name, day, anon_id, tss FROM g WHERE stor
 ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
    SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
              ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`;
-
-/**
- * trial_to_paid's conversions, kept on the trial rows: paid_ts is the device's first paid purchase
- * at or after the trial and within 720 h. Every trial of a device with a purchase in the batch is
- * recomputed, so the value holds whichever of the two was folded first (a late event).
- */
-export const TRIAL_CONVERSIONS = `
-UPDATE an_purchases t SET paid_ts = c.fp
-  FROM (SELECT t.app_id, t.environment, t.event_id, min(p.ts) AS fp
-          FROM (SELECT DISTINCT app_id, environment, anon_id FROM an_ev WHERE event_name = 'purchase_completed') b
-          JOIN an_purchases t ON t.app_id = b.app_id AND t.environment = b.environment AND t.anon_id = b.anon_id AND t.kind = 'trial'
-          LEFT JOIN an_purchases p ON p.app_id = t.app_id AND p.environment = t.environment AND p.anon_id = t.anon_id
-           AND p.kind = 'paid' AND p.ts >= t.ts AND p.ts <= t.ts + interval '720 hours'
-         GROUP BY 1, 2, 3) c
- WHERE t.app_id = c.app_id AND t.environment = c.environment AND t.event_id = c.event_id AND t.paid_ts IS DISTINCT FROM c.fp`;

@@ -2,9 +2,9 @@ import type { Tx } from '../../db/pool.js';
 import { bumpAppVersions } from './funnel-store.js';
 import {
   APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta,
-  INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, TRIAL_CONVERSIONS, UPDATE_OLD_DAYS, UPDATE_SESSIONS,
-  UPSERT_STEPS,
+  INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, UPDATE_OLD_DAYS, UPDATE_SESSIONS, UPSERT_STEPS,
 } from './fold-sql.js';
+import { INSERT_PURCHASES, revenueDelta, TRIAL_CONVERSIONS } from './fold-purchases.js';
 import { GROUP_DEVICES, SESSION_GROUPS, SESSION_GROUPS_EXACT, SHARED_FOUND, STAGE_DEVICES, stageSessions } from './fold-groups.js';
 import { FLAG_LAST_COLS, flagFast } from './fold-flags.js';
 
@@ -112,11 +112,14 @@ SELECT y.session_id, y.tenant_id, y.app_id, y.environment, y.start_day, y.end_da
   FROM an_dev m JOIN an_sessions y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`);
     await tx.query(`ANALYZE an_mvs`);
     await tx.query(sessionDelta('-', 'an_mvs y'));
+    const movedPurchases = `an_dev m JOIN an_purchases y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id WHERE ${MOVED}`;
+    await tx.query(revenueDelta('-', movedPurchases));
     for (const table of ['an_device_days', 'an_purchases']) {
       await tx.query(`
 UPDATE ${table} t SET platform = m.platform, country = m.country
   FROM an_dev m WHERE ${MOVED} AND t.app_id = m.app_id AND t.environment = m.environment AND t.anon_id = m.anon_id`);
     }
+    await tx.query(revenueDelta('+', movedPurchases));
     await tx.query(`
 UPDATE an_sessions t SET platform = y.new_platform, country = y.new_country
   FROM an_mvs y WHERE t.app_id = y.app_id AND t.environment = y.environment AND t.session_id = y.session_id`);
@@ -174,25 +177,8 @@ UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
   await tx.query(INSERT_SESSIONS);
   await tx.query(SESSION_HIST);
 
-  await tx.query(`
-INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
-                          price, currency, amount_usd, period, period_end, mrr_usd)
-SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, d.country, v.kind, v.ts, v.day,
-       v.price, v.currency, v.price * r.rate, v.period,
-       CASE WHEN v.kind = 'paid' THEN an_period_end(v.day, v.period) END,
-       CASE WHEN v.kind = 'paid' THEN an_monthly(v.price * r.rate, v.period) END
-  FROM (SELECT tenant_id, app_id, environment, event_id, anon_id, ts, day,
-               CASE WHEN event_name = 'purchase_refunded' THEN 'refund' WHEN flag = ${FLAG.trial} THEN 'trial' ELSE 'paid' END AS kind,
-               CASE WHEN jsonb_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
-                    THEN (props->>'price')::float8 ELSE 0 END AS price,
-               upper(left(CASE WHEN jsonb_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
-               CASE WHEN jsonb_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
-          FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
-  -- an_dev (small, analyzed) has the devices' final platform/country; joining the big an_devices
-  -- right after it was emptied (a rebuild, a crash) planned a nested loop of seq scans: minutes.
-  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
-  CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
-ON CONFLICT (app_id, environment, event_id) DO NOTHING`);
+  // New purchases enter the revenue histogram (a retried event is not new: no row returned).
+  await tx.query(INSERT_PURCHASES);
   // Index probes per purchasing device: a hash join reads every trial the app ever had.
   await without(tx, ['hashjoin', 'mergejoin'], TRIAL_CONVERSIONS);
 

@@ -122,9 +122,9 @@ export function familySql(f: Family, s: Segment): string {
         coalesce(sum(g.dur) FILTER (WHERE g.start_day >= b.s), 0)::float8 AS dur
         FROM b JOIN g ON g.start_day BETWEEN b.s - 31 AND b.e GROUP BY 1, 2`;
     case 'rev':
-      // One pass over the range's purchases, grouped per day, then per bucket.
+      // The revenue histogram's cells of the range, per day, then per bucket.
       return `WITH ${B}, ${BD}, r AS (
-          SELECT x.day, ${g} AS seg, x.kind, sum(x.amount_usd) AS usd, count(*) AS n FROM an_purchases x
+          SELECT x.day, ${g} AS seg, x.kind, sum(x.usd) AS usd, sum(x.n) AS n FROM an_rev_hist x
            WHERE ${F('x')} AND x.day BETWEEN $8::date AND $9::date GROUP BY 1, 2, 3)
         SELECT bd.i, r.seg,
         coalesce(sum(r.usd) FILTER (WHERE r.kind = 'paid'), 0)::float8 AS paid_usd,
@@ -133,11 +133,11 @@ export function familySql(f: Family, s: Segment): string {
         coalesce(sum(r.n) FILTER (WHERE r.kind = 'refund'), 0)::int AS refund_n
         FROM bd JOIN r ON r.day = bd.day GROUP BY 1, 2`;
     case 'mrr':
-      // Paid recurring purchases grouped by (day, period end) first: few cells per day to test per bucket.
+      // Paid cells by (day, period end): subscriptions bought by a bucket's end whose period covers it.
       return `WITH ${B}, p AS (
-          SELECT x.day, x.period_end, ${g} AS seg, sum(x.mrr_usd) AS mrr FROM an_purchases x
-           WHERE ${F('x')} AND x.kind = 'paid' AND x.mrr_usd IS NOT NULL
-             AND x.day <= $9::date AND x.period_end > $10::date GROUP BY 1, 2, 3)
+          SELECT x.day, x.period_end, ${g} AS seg, sum(x.mrr) AS mrr FROM an_rev_hist x
+           WHERE ${F('x')} AND x.kind = 'paid' AND x.day <= $9::date AND x.period_end > $10::date AND x.period_end < 'infinity'
+           GROUP BY 1, 2, 3)
         SELECT b.i, p.seg, coalesce(sum(p.mrr), 0)::float8 AS mrr
         FROM b JOIN p ON p.day <= b.e AND p.period_end > b.e GROUP BY 1, 2`;
     case 't2p': {

@@ -1,7 +1,8 @@
 import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { foldEvents } from './fold.js';
-import { stageSql } from './fold-sql.js';
+import { revenueDelta } from './fold-purchases.js';
+import { REVENUE_DELTA, stageSql } from './fold-sql.js';
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but
@@ -26,6 +27,7 @@ const isConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: st
 
 const ROLLUP_TABLES = [
   'an_devices', 'an_device_days', 'an_active_hist', 'an_sessions', 'an_session_hist', 'an_purchases', 'an_steps', 'an_cohort_hist', 'an_onb_hist', 'an_flag_hist',
+  'an_rev_hist',
 ];
 
 export interface FoldResult {
@@ -235,14 +237,21 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
       });
     },
 
-    /** Purchases stored before their currency had a rate get converted once one exists. */
+    /** Purchases stored before their currency had a rate get converted once one exists; their amounts enter the revenue histogram. */
     async convertPending(): Promise<void> {
-      await db.query(`
+      await withTx(db, async (tx) => {
+        await tx.query(REVENUE_DELTA.create);
+        const { rowCount } = await tx.query(`
+WITH y AS (
 UPDATE an_purchases p SET amount_usd = p.price * r.rate,
        mrr_usd = CASE WHEN p.kind = 'paid' THEN an_monthly(p.price * r.rate, p.period) END
   FROM (SELECT app_id, environment, event_id, usd_rate(currency, day) AS rate FROM an_purchases WHERE amount_usd IS NULL) r
  WHERE r.rate IS NOT NULL AND p.app_id = r.app_id AND p.environment = r.environment AND p.event_id = r.event_id
-   AND p.amount_usd IS NULL`);
+   AND p.amount_usd IS NULL
+RETURNING p.tenant_id, p.app_id, p.environment, p.day, p.platform, p.country, p.kind, p.period_end, p.amount_usd, p.mrr_usd)
+${revenueDelta('+', 'y', false)}`);
+        if (rowCount) await tx.query(REVENUE_DELTA.apply);
+      });
     },
   };
 }

@@ -1,0 +1,59 @@
+import { FLAG } from './fold-sql.js';
+
+/** The fold's purchase statements: purchase rows, the revenue histogram's deltas, trial conversions. */
+
+/**
+ * Adds (+) or removes (-) the purchases `y` of `from` to / from the revenue histogram's delta
+ * table; `counted: false` adds their amounts alone (purchases already counted, converted to USD later).
+ */
+export function revenueDelta(sign: '+' | '-', from: string, counted = true): string {
+  return `
+INSERT INTO an_d_rev (tenant_id, app_id, environment, day, platform, country, kind, period_end, n, usd, mrr)
+SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknown'), coalesce(y.country, 'unknown'), y.kind,
+       coalesce(y.period_end, 'infinity'), ${counted ? `${sign}count(*)::int` : '0'},
+       ${sign}coalesce(sum(y.amount_usd), 0), ${sign}coalesce(sum(y.mrr_usd), 0)
+  FROM ${from}
+ GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
+}
+
+/**
+ * trial_to_paid's conversions, kept on the trial rows: paid_ts is the device's first paid purchase
+ * at or after the trial and within 720 h. Every trial of a device with a purchase in the batch is
+ * recomputed, so the value holds whichever of the two was folded first (a late event).
+ */
+export const TRIAL_CONVERSIONS = `
+UPDATE an_purchases t SET paid_ts = c.fp
+  FROM (SELECT t.app_id, t.environment, t.event_id, min(p.ts) AS fp
+          FROM (SELECT DISTINCT app_id, environment, anon_id FROM an_ev WHERE event_name = 'purchase_completed') b
+          JOIN an_purchases t ON t.app_id = b.app_id AND t.environment = b.environment AND t.anon_id = b.anon_id AND t.kind = 'trial'
+          LEFT JOIN an_purchases p ON p.app_id = t.app_id AND p.environment = t.environment AND p.anon_id = t.anon_id
+           AND p.kind = 'paid' AND p.ts >= t.ts AND p.ts <= t.ts + interval '720 hours'
+         GROUP BY 1, 2, 3) c
+ WHERE t.app_id = c.app_id AND t.environment = c.environment AND t.event_id = c.event_id AND t.paid_ts IS DISTINCT FROM c.fp`;
+
+/**
+ * The batch's purchases, in USD at their day's rate (NULL until their currency has one), with the
+ * subscription's period end and monthly amount; the new ones enter the revenue histogram's delta.
+ */
+export const INSERT_PURCHASES = `
+WITH ins AS (
+INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
+                          price, currency, amount_usd, period, period_end, mrr_usd)
+SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, d.country, v.kind, v.ts, v.day,
+       v.price, v.currency, v.price * r.rate, v.period,
+       CASE WHEN v.kind = 'paid' THEN an_period_end(v.day, v.period) END,
+       CASE WHEN v.kind = 'paid' THEN an_monthly(v.price * r.rate, v.period) END
+  FROM (SELECT tenant_id, app_id, environment, event_id, anon_id, ts, day,
+               CASE WHEN event_name = 'purchase_refunded' THEN 'refund' WHEN flag = ${FLAG.trial} THEN 'trial' ELSE 'paid' END AS kind,
+               CASE WHEN jsonb_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
+                    THEN (props->>'price')::float8 ELSE 0 END AS price,
+               upper(left(CASE WHEN jsonb_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
+               CASE WHEN jsonb_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
+          FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
+  -- an_dev (small, analyzed) has the devices' final platform/country; joining the big an_devices
+  -- right after it was emptied (a rebuild, a crash) planned a nested loop of seq scans: minutes.
+  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
+  CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
+ON CONFLICT (app_id, environment, event_id) DO NOTHING
+RETURNING tenant_id, app_id, environment, day, platform, country, kind, period_end, amount_usd, mrr_usd)
+${revenueDelta('+', 'ins y')}`;
