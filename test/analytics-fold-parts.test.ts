@@ -168,7 +168,7 @@ describe('analytics: a backlog folded in chunks', () => {
   });
 });
 
-// trial_to_paid's conversions are kept on the trial rows (fold-sql.ts TRIAL_CONVERSIONS): a paid
+// trial_to_paid pairs each device's first trial with its first paid purchase within 720 h: a paid
 // purchase folded after its trial, and a trial folded late, after its paid purchase, both count.
 describe('analytics: trial conversions folded in either order', () => {
   const s = useTenantApp({ ROLLUP_INTERVAL_S: '1' });

@@ -1,6 +1,6 @@
 import { FLAG } from './fold-sql.js';
 
-/** The fold's purchase statements: purchase rows, the revenue histogram's deltas, trial conversions. */
+/** The fold's purchase statements: purchase rows and the revenue histogram's deltas. */
 
 /**
  * Adds (+) or removes (-) the purchases `y` of `from` to / from the revenue histogram's delta
@@ -15,21 +15,6 @@ SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknow
   FROM ${from}
  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
 }
-
-/**
- * trial_to_paid's conversions, kept on the trial rows: paid_ts is the device's first paid purchase
- * at or after the trial and within 720 h. Every trial of a device with a purchase in the batch is
- * recomputed, so the value holds whichever of the two was folded first (a late event).
- */
-export const TRIAL_CONVERSIONS = `
-UPDATE an_purchases t SET paid_ts = c.fp
-  FROM (SELECT t.app_id, t.environment, t.event_id, min(p.ts) AS fp
-          FROM (SELECT DISTINCT app_id, environment, anon_id FROM an_ev WHERE event_name = 'purchase_completed') b
-          JOIN an_purchases t ON t.app_id = b.app_id AND t.environment = b.environment AND t.anon_id = b.anon_id AND t.kind = 'trial'
-          LEFT JOIN an_purchases p ON p.app_id = t.app_id AND p.environment = t.environment AND p.anon_id = t.anon_id
-           AND p.kind = 'paid' AND p.ts >= t.ts AND p.ts <= t.ts + interval '720 hours'
-         GROUP BY 1, 2, 3) c
- WHERE t.app_id = c.app_id AND t.environment = c.environment AND t.event_id = c.event_id AND t.paid_ts IS DISTINCT FROM c.fp`;
 
 /**
  * The batch's purchases, in USD at their day's rate (NULL until their currency has one), with the

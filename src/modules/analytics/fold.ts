@@ -4,7 +4,7 @@ import {
   APPLY_HIST_DELTAS, cohortDelta, CREATE_HIST_DELTAS, FIND_SESSIONS, FLAG, flagDelta, funnelEventNames, histDelta,
   INSERT_NEW_DAYS, INSERT_SESSIONS, SESSION_HIST, sessionDelta, STAGE_NEW_DAYS, UPDATE_OLD_DAYS, UPDATE_SESSIONS, UPSERT_STEPS,
 } from './fold-sql.js';
-import { INSERT_PURCHASES, revenueDelta, TRIAL_CONVERSIONS } from './fold-purchases.js';
+import { INSERT_PURCHASES, revenueDelta } from './fold-purchases.js';
 import { GROUP_DEVICES, SESSION_GROUPS, SESSION_GROUPS_EXACT, SHARED_FOUND, STAGE_DEVICES, stageSessions } from './fold-groups.js';
 import { FLAG_LAST_COLS, flagFast } from './fold-flags.js';
 
@@ -179,10 +179,6 @@ UPDATE an_dev a SET ret_mask = d.ret_mask, onb_day = d.onb_day
 
   // New purchases enter the revenue histogram (a retried event is not new: no row returned).
   await tx.query(INSERT_PURCHASES);
-  // The planner's own plan: with statistics it probes the device index per purchasing device; in a
-  // first round, without them, it hashes the few purchases there are. Join methods forced off made
-  // that round a nested loop of scans over the app's (uncounted) purchases: minutes per round.
-  await tx.query(TRIAL_CONVERSIONS);
 
   await tx.query(UPSERT_STEPS, [await funnelEventNames(tx)]);
   for (const sql of APPLY_HIST_DELTAS) await tx.query(sql);

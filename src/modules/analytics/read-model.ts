@@ -141,22 +141,30 @@ export function familySql(f: Family, s: Segment): string {
         SELECT b.i, p.seg, coalesce(sum(p.mrr), 0)::float8 AS mrr
         FROM b JOIN p ON p.day <= b.e AND p.period_end > b.e GROUP BY 1, 2`;
     case 't2p': {
-      // Per device, its first trial in the range (none earlier: one anti-join against the earlier
-      // trials) with the conversion the fold keeps on it (paid_ts: the first paid purchase within
-      // 720 h), counted per day, then per bucket.
+      // Per device, its first trial in the range (none earlier: one index probe each); its first paid
+      // purchase within 30 x 24 h comes from one hash join with the range's paid purchases (a paid
+      // purchase is at most 31 days after the trial's day), aggregated per converted device before
+      // it meets the trials again (measured: 100 -> 80 ms at 10M events, against a group per trial).
+      // Trials are counted per day, then per bucket.
       const conv = [7, 30]
         .map((n) => `coalesce(sum(d.n) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_c${n},
         coalesce(sum(d.p${n}) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_p${n}`)
         .join(',\n        ');
       return `WITH ${B}, ${BD},
-        t AS (SELECT DISTINCT ON (x.anon_id) x.anon_id, ${g} AS seg, x.ts, x.day, x.paid_ts
+        t AS (SELECT x.anon_id, ${g} AS seg, min(x.ts) AS ts, min(x.day) AS day
             FROM an_purchases x
            WHERE ${F('x')} AND x.kind = 'trial' AND x.day BETWEEN $8::date AND $9::date
-             AND NOT EXISTS (SELECT 1 FROM an_purchases p WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = x.anon_id
-                               AND p.kind = 'trial' AND p.day < $8::date)
-           ORDER BY x.anon_id, x.ts),
-        d AS (SELECT day, seg, count(*) AS n, count(*) FILTER (WHERE paid_ts <= ts + interval '168 hours') AS p7,
-                     count(paid_ts) AS p30 FROM t GROUP BY 1, 2)
+           GROUP BY 1, 2
+          HAVING NOT EXISTS (SELECT 1 FROM an_purchases p WHERE p.app_id = $2 AND p.environment = $3 AND p.anon_id = x.anon_id
+                               AND p.kind = 'trial' AND p.day < $8::date)),
+        pd AS (SELECT x.anon_id, x.ts FROM an_purchases x
+           WHERE x.tenant_id = $1 AND x.app_id = $2 AND x.environment = $3 AND x.kind = 'paid'
+             AND x.day BETWEEN $8::date AND $9::date + 31),
+        cv AS (SELECT t.anon_id, min(pd.ts) AS fp FROM pd JOIN t ON pd.anon_id = t.anon_id
+           WHERE pd.ts >= t.ts AND pd.ts <= t.ts + interval '720 hours' GROUP BY 1),
+        y AS (SELECT t.day, t.seg, t.ts, cv.fp FROM t LEFT JOIN cv ON cv.anon_id = t.anon_id),
+        d AS (SELECT day, seg, count(*) AS n, count(*) FILTER (WHERE fp <= ts + interval '168 hours') AS p7,
+                     count(*) FILTER (WHERE fp IS NOT NULL) AS p30 FROM y GROUP BY 1, 2)
         SELECT bd.i, d.seg, ${conv}
         FROM bd JOIN d ON d.day = bd.day GROUP BY 1, 2`;
     }
