@@ -197,6 +197,9 @@ fold 50,506 events/s, lag p50 18 s / max 28 s at 15,317 events/s; with it (2026-
 lag p50 15 s / max 21 s at 18,900 events/s; (2026-11-22T04:59Z) fold 44,683 events/s, kpis p99 254, lag p50 25 s / max 28 s at 16,717 events/s.
 Seventh pass (2026-11-22T06:35Z: an_sessions with its key only, sorted groupings) fold 47,678 events/s, kpis p99 272, lag p50 20 s / max 29 s
 at 16,217 events/s; with --active-days 2 (2026-11-22T06:13Z) fold 77,252 events/s, kpis p99 201, lag p50 22.5 s / max 29.5 s at 17,933 events/s.
+Eighth pass (2026-11-22T08:47Z: hash groupings, uuid-first keys, temp_buffers; revenue still read from purchase rows) fold 43,598 events/s;
+kpis p50 260 / p99 368; timeseries (all 24) 197 / 434; lag p50 24 s / max 31 s at 10,717 events/s; with --active-days 2 fold 64,119 and
+68,834 events/s, kpis p99 349 and 520.
 Load average during this run (1 min, at the end): ${loadavg()[0].toFixed(2)} on 2 cores shared with other engineers' runs.
 
 Steady state (after a VACUUM of the bulk-loaded events, ${vacuumS.toFixed(0)} s): ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;

@@ -3,12 +3,12 @@ import { FLAG } from './fold-sql.js';
 /** The fold's purchase statements: purchase rows and the revenue histogram's deltas. */
 
 /**
- * Adds (+) or removes (-) the purchases `y` of `from` to / from the revenue histogram's delta
- * table; `counted: false` adds their amounts alone (purchases already counted, converted to USD later).
+ * Adds (+) or removes (-) the purchases `y` of `from` to / from the revenue histogram's delta table
+ * (or `into`); `counted: false` adds their amounts alone (purchases already counted, converted later).
  */
-export function revenueDelta(sign: '+' | '-', from: string, counted = true): string {
+export function revenueDelta(sign: '+' | '-', from: string, { counted = true, into = 'an_d_rev' } = {}): string {
   return `
-INSERT INTO an_d_rev (tenant_id, app_id, environment, day, platform, country, kind, period_end, n, usd, mrr)
+INSERT INTO ${into} (tenant_id, app_id, environment, day, platform, country, kind, period_end, n, usd, mrr)
 SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknown'), coalesce(y.country, 'unknown'), y.kind,
        coalesce(y.period_end, 'infinity'), ${counted ? `${sign}count(*)::int` : '0'},
        ${sign}coalesce(sum(y.amount_usd), 0), ${sign}coalesce(sum(y.mrr_usd), 0)

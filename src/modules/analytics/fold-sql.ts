@@ -68,23 +68,24 @@ const HISTS = [
 
 export const CREATE_HIST_DELTAS = HISTS.map(([table, delta]) => `CREATE TEMP TABLE ${delta} (LIKE ${table}) ON COMMIT DROP`).join(';\n');
 
-function applyDelta([table, delta, cell, sums]: (typeof HISTS)[number]): string {
+/** Adds conflicting rows' sums to the stored cell's. */
+function addToCell([table, , cell, sums]: (typeof HISTS)[number]): string {
+  return `ON CONFLICT (app_id, environment, ${cell}) DO UPDATE SET ${sums.map((c) => `${c} = ${table}.${c} + EXCLUDED.${c}`).join(', ')}`;
+}
+
+export const APPLY_HIST_DELTAS = HISTS.map((h) => {
+  const [table, delta, cell, sums] = h;
   const key = `app_id, environment, ${cell}`;
   return `
 INSERT INTO ${table} (tenant_id, ${key}, ${sums.join(', ')})
 SELECT tenant_id, ${key}, ${sums.map((c) => `sum(${c})`).join(', ')} FROM ${delta}
  GROUP BY ${key}, tenant_id HAVING ${sums.map((c) => `sum(${c}) <> 0`).join(' OR ')}
  ORDER BY ${key}
-ON CONFLICT (${key}) DO UPDATE SET ${sums.map((c) => `${c} = ${table}.${c} + EXCLUDED.${c}`).join(', ')}`;
-}
+${addToCell(h)}`;
+});
 
-export const APPLY_HIST_DELTAS = HISTS.map(applyDelta);
-
-/** The revenue histogram's delta table and its application, for writers outside the fold (convertPending). */
-export const REVENUE_DELTA = {
-  create: `CREATE TEMP TABLE an_d_rev (LIKE an_rev_hist) ON COMMIT DROP`,
-  apply: applyDelta(HISTS.find(([table]) => table === 'an_rev_hist')!),
-};
+/** The revenue histogram's conflict clause, for a writer outside the fold adding to its cells directly (convertPending). */
+export const ADD_TO_REVENUE_CELL = addToCell(HISTS.find(([table]) => table === 'an_rev_hist')!);
 
 /** Adds (+) or removes (-) the device-day rows `y` of `from` to / from the active-user histogram (its delta table). */
 export function histDelta(sign: '+' | '-', from: string): string {

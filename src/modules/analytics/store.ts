@@ -2,7 +2,7 @@ import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { foldEvents } from './fold.js';
 import { revenueDelta } from './fold-purchases.js';
-import { REVENUE_DELTA, stageSql } from './fold-sql.js';
+import { ADD_TO_REVENUE_CELL, stageSql } from './fold-sql.js';
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but
@@ -239,9 +239,9 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
 
     /** Purchases stored before their currency had a rate get converted once one exists; their amounts enter the revenue histogram. */
     async convertPending(): Promise<void> {
-      await withTx(db, async (tx) => {
-        await tx.query(REVENUE_DELTA.create);
-        const { rowCount } = await tx.query(`
+      // One statement: the amounts and their cells change together. Cells are taken in key order,
+      // as the fold's are, so a fold running in another process waits rather than deadlocks.
+      await db.query(`
 WITH y AS (
 UPDATE an_purchases p SET amount_usd = p.price * r.rate,
        mrr_usd = CASE WHEN p.kind = 'paid' THEN an_monthly(p.price * r.rate, p.period) END
@@ -249,9 +249,9 @@ UPDATE an_purchases p SET amount_usd = p.price * r.rate,
  WHERE r.rate IS NOT NULL AND p.app_id = r.app_id AND p.environment = r.environment AND p.event_id = r.event_id
    AND p.amount_usd IS NULL
 RETURNING p.tenant_id, p.app_id, p.environment, p.day, p.platform, p.country, p.kind, p.period_end, p.amount_usd, p.mrr_usd)
-${revenueDelta('+', 'y', false)}`);
-        if (rowCount) await tx.query(REVENUE_DELTA.apply);
-      });
+${revenueDelta('+', 'y', { counted: false, into: 'an_rev_hist' })}
+ ORDER BY 2, 3, 4, 5, 6, 7, 8
+${ADD_TO_REVENUE_CELL}`);
     },
   };
 }
