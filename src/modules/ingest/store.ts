@@ -144,3 +144,26 @@ export type IngestStore = ReturnType<typeof createIngestStore>;
 export async function ensureEventPartitions(db: Queryable, monthsBack = 4, monthsAhead = 3): Promise<void> {
   await db.query(`SELECT ensure_event_partitions((now() - make_interval(months => $1))::date, $2)`, [monthsBack, monthsBack + monthsAhead + 1]);
 }
+
+/**
+ * Platform maintenance: summarizes the seq BRIN ranges written since the last summary. The
+ * readers of "seq after a watermark" (the analytics and export schema folds) then read only the
+ * pages that can hold it: an unsummarized range is read whatever it holds, so after a bulk load
+ * every round would read every page. Summarizing a partition takes its ShareUpdateExclusive lock,
+ * so partitions are spread over `lanes` concurrent statements, largest first.
+ */
+export async function summarizeNewEvents(db: Queryable, lanes: number): Promise<void> {
+  const { rows } = await db.query<{ idx: string; bytes: string }>(`
+SELECT i.inhrelid::regclass::text AS idx, pg_relation_size(x.indrelid) AS bytes
+  FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
+ WHERE i.inhparent = 'events_seq_brin'::regclass
+ ORDER BY 2 DESC`);
+  const load = new Array<number>(lanes).fill(0);
+  const sets = load.map((): string[] => []);
+  for (const r of rows) {
+    const k = load.indexOf(Math.min(...load));
+    load[k] += Number(r.bytes);
+    sets[k].push(r.idx);
+  }
+  await Promise.all(sets.filter((s) => s.length > 0).map((s) => db.query(`SELECT brin_summarize_new_values(x) FROM unnest($1::regclass[]) x`, [s])));
+}
