@@ -60,6 +60,9 @@ export async function foldSchema(db: Db): Promise<{ folded: number }> {
         return { done: true, n: 0 };
       }
       const hi = Math.min(horizon, watermark + FOLD_CHUNK);
+      // Through the seq BRIN: on partitions not analyzed yet (a bulk load, a new month) the planner
+      // chose to scan every partition whole, for each step.
+      await tx.query(`SET LOCAL enable_seqscan = off`);
       await tx.query(FOLD_EVENTS, [watermark, hi]);
       await tx.query(FOLD_PROPERTIES, [watermark, hi]);
       await tx.query(`UPDATE export_schema_state SET watermark = $1 WHERE id = 1`, [hi]);
