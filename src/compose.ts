@@ -154,6 +154,7 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
   const rollups = createRollupRunner({
     store: createRollupStore(db, { parts: config.foldPartitions, parallelMin: config.foldParallelMin, workMemMb: config.foldWorkMemMb }),
     chunkSize: config.foldChunk,
+    catchUpMin: config.foldParallelMin,
   });
   const analyticsRead = createAnalyticsReadModel(db);
   const funnels = createFunnelAnswers({ db, read: analyticsRead, store: createFunnelStore(db), refreshS: config.funnelRefreshS });

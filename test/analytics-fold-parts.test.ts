@@ -193,3 +193,40 @@ describe('analytics: trial conversions folded in either order', () => {
     assert.deepEqual([m.trial_to_paid_d7, m.trial_to_paid_d30], [50, 75]);
   });
 });
+
+// A run folds up to the last seq it saw once the inserts holding seqs below it have ended; events
+// committed meanwhile above that horizon are folded by another pass of the same run when they are
+// at least ANALYTICS_FOLD_PARALLEL_MIN seqs (a catch-up), not after the funnel refresh and the next interval.
+describe('analytics: a run catches up with events committed behind its horizon', () => {
+  // No interval run during the test; every newer seq counts as a catch-up.
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '3600', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
+
+  it('folds, in the same run, a batch committed while the run waited for an earlier insert', async () => {
+    const rs = await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' });
+    const root = { authorization: `Bearer ${rs.body.token}` };
+    const rollup = () => s.c.post('/api/v1/admin/analytics/rollup', {}, root);
+    assert.equal((await rollup()).status, 200);
+    const ingest = async (n: number) => {
+      const batch = Array.from({ length: n }, () => makeEvent({ event_name: 'app_open', ts_ms: Date.now() - 60_000 }));
+      const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+      assert.equal(r.status, 202, r.text);
+    };
+    await ingest(3);
+    // An open insert transaction: the run reads its horizon, then waits for this writer to end.
+    const writer = await s.server.db.connect();
+    try {
+      await writer.query(`BEGIN`);
+      await writer.query(`LOCK TABLE events IN ROW EXCLUSIVE MODE`);
+      const run = rollup();
+      await sleep(500);
+      await ingest(4); // seqs above the run's horizon, committed before it starts folding
+      await writer.query(`COMMIT`);
+      const r = await run;
+      assert.equal(r.status, 200, r.text);
+      const { rows } = await s.server.db.query(`SELECT max(seq)::int AS last FROM events`);
+      assert.deepEqual([r.body.data.folded, r.body.data.watermark, r.body.data.horizonReached], [7, rows[0].last, true]);
+    } finally {
+      writer.release();
+    }
+  });
+});

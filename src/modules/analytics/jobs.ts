@@ -16,7 +16,15 @@ export interface RunResult {
  * it before calling nextval), waits for those transactions to end, and only then folds up to L:
  * at that point every row with seq <= L is committed or rolled back, and none can appear later.
  */
-export function createRollupRunner({ store, chunkSize, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize: number; writerWaitMs?: number }) {
+/** Passes of one run at most: a catch-up still ends, so the funnel refresh after it runs. */
+const MAX_PASSES = 10;
+
+/**
+ * `catchUpMin`: a pass that leaves at least this many newer seqs (events that arrived while it
+ * folded, or committed behind its horizon) is followed by another pass in the same run, instead
+ * of waiting for the funnel refresh and the next interval.
+ */
+export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize: number; catchUpMin: number; writerWaitMs?: number }) {
   let running: Promise<RunResult> | null = null;
   // Events folded by this process since its last ANALYZE of the rollups, and in total then.
   let sinceAnalyze = 0;
@@ -41,10 +49,13 @@ export function createRollupRunner({ store, chunkSize, writerWaitMs = 5_000 }: {
       rebuilt.push(app.app_id);
       await store.analyze();
     }
-    const upper = await safeUpper();
     let folded = 0;
     let watermark = (await store.state()).watermark;
-    if (upper !== null) {
+    let reached = false;
+    for (let pass = 0; pass < MAX_PASSES; pass++) {
+      const upper = await safeUpper();
+      if (upper === null) break;
+      reached = true;
       while (watermark < upper) {
         const r = await store.foldChunk(upper, chunkSize);
         folded += r.folded;
@@ -58,10 +69,11 @@ export function createRollupRunner({ store, chunkSize, writerWaitMs = 5_000 }: {
         if (r.watermark <= watermark) break;
         watermark = r.watermark;
       }
+      if ((await store.seqHorizon()).last - Number(watermark) < Math.max(1, catchUpMin)) break;
     }
     if (folded === 0) await store.markIdle();
     await store.convertPending();
-    return { folded, watermark: Number(watermark), rebuilt, horizonReached: upper !== null };
+    return { folded, watermark: Number(watermark), rebuilt, horizonReached: reached };
   }
 
   return {
