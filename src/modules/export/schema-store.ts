@@ -21,7 +21,7 @@ ON CONFLICT (app_id, environment, event_name) DO UPDATE
 
 // SDK events repeat a few property shapes, so the properties' text is deduplicated before any of
 // it is parsed: 1.75 us per event instead of 5.1 when every event's properties became jsonb
-// (measured on 1M generated events of 2 property shapes).
+// (measured on 1M generated events of 2 property shapes; 8.8 against 9.3 when every event's differ).
 const FOLD_PROPERTIES = `
 INSERT INTO export_schema_properties AS s (tenant_id, app_id, environment, event_name, name, types)
 SELECT tenant_id, app_id, environment, event_name, key, array_agg(t ORDER BY t)
