@@ -9,20 +9,18 @@ export interface RunResult {
   horizonReached: boolean;
 }
 
+/** Passes of one run at most: a catch-up still ends, so the funnel refresh after it runs. */
+const MAX_PASSES = 10;
+
 /**
  * The fold pipeline. events.seq is taken from the sequence before the inserting transaction
  * commits, so rows can become visible out of seq order. A run therefore reads the last seq
  * handed out (L) first, then the sessions holding a write lock on `events` (every inserter takes
  * it before calling nextval), waits for those transactions to end, and only then folds up to L:
  * at that point every row with seq <= L is committed or rolled back, and none can appear later.
- */
-/** Passes of one run at most: a catch-up still ends, so the funnel refresh after it runs. */
-const MAX_PASSES = 10;
-
-/**
- * `catchUpMin`: a pass that leaves at least this many newer seqs (events that arrived while it
- * folded, or committed behind its horizon) is followed by another pass in the same run, instead
- * of waiting for the funnel refresh and the next interval.
+ * A pass that leaves at least `catchUpMin` newer seqs (events that arrived while it folded, or
+ * committed above L while it waited) is followed by another pass in the same run, instead of
+ * waiting for the funnel refresh and the next interval.
  */
 export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize: number; catchUpMin: number; writerWaitMs?: number }) {
   let running: Promise<RunResult> | null = null;
