@@ -194,16 +194,23 @@ describe('analytics: trial conversions folded in either order', () => {
   });
 });
 
-// A run folds up to the last seq it saw once the inserts holding seqs below it have ended; events
-// committed meanwhile above that horizon are folded by another pass of the same run when they are
-// at least ANALYTICS_FOLD_PARALLEL_MIN seqs (a catch-up), not after the funnel refresh and the next interval.
+// A run folds up to the last seq it saw once the inserts holding seqs below it have ended. Events
+// committed meanwhile above that horizon are folded by another pass of the same run when they are at
+// least ANALYTICS_FOLD_PARALLEL_MIN seqs, or when the pass before was that big (a catch-up); small
+// passes (the steady state) leave them to the next interval.
 describe('analytics: a run catches up with events committed behind its horizon', () => {
-  // No interval run during the test; every newer seq counts as a catch-up.
-  const s = useTenantApp({ ROLLUP_INTERVAL_S: '3600', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
+  // No interval run during the test.
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '3600', ANALYTICS_FOLD_PARALLEL_MIN: '5' });
+  let rootToken: string | undefined;
 
-  it('folds, in the same run, a batch committed while the run waited for an earlier insert', async () => {
-    const rs = await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' });
-    const root = { authorization: `Bearer ${rs.body.token}` };
+  /**
+   * Ingests `before` events, holds an insert transaction open while a run starts (the run reads its
+   * horizon, then waits for the writer), ingests `behind` events above that horizon, commits the
+   * writer, and returns what the run folded, with the last seq.
+   */
+  async function runWithBatchBehindHorizon(before: number, behind: number) {
+    rootToken ??= (await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' })).body.token;
+    const root = { authorization: `Bearer ${rootToken}` };
     const rollup = () => s.c.post('/api/v1/admin/analytics/rollup', {}, root);
     assert.equal((await rollup()).status, 200);
     const ingest = async (n: number) => {
@@ -211,22 +218,36 @@ describe('analytics: a run catches up with events committed behind its horizon',
       const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
       assert.equal(r.status, 202, r.text);
     };
-    await ingest(3);
-    // An open insert transaction: the run reads its horizon, then waits for this writer to end.
+    await ingest(before);
     const writer = await s.server.db.connect();
     try {
       await writer.query(`BEGIN`);
       await writer.query(`LOCK TABLE events IN ROW EXCLUSIVE MODE`);
       const run = rollup();
       await sleep(500);
-      await ingest(4); // seqs above the run's horizon, committed before it starts folding
+      await ingest(behind);
       await writer.query(`COMMIT`);
       const r = await run;
       assert.equal(r.status, 200, r.text);
       const { rows } = await s.server.db.query(`SELECT max(seq)::int AS last FROM events`);
-      assert.deepEqual([r.body.data.folded, r.body.data.watermark, r.body.data.horizonReached], [7, rows[0].last, true]);
+      return { folded: r.body.data.folded, watermark: r.body.data.watermark, last: rows[0].last, reached: r.body.data.horizonReached };
     } finally {
       writer.release();
     }
+  }
+
+  it('folds, in the same run, a batch behind its horizon as big as the catch-up bound', async () => {
+    const r = await runWithBatchBehindHorizon(1, 5);
+    assert.deepEqual([r.folded, r.watermark, r.reached], [6, r.last, true]);
+  });
+
+  it('folds, in the same run, the small tail behind a catch-up pass', async () => {
+    const r = await runWithBatchBehindHorizon(6, 2);
+    assert.deepEqual([r.folded, r.watermark, r.reached], [8, r.last, true]);
+  });
+
+  it('leaves a small batch behind a small pass to the next run', async () => {
+    const r = await runWithBatchBehindHorizon(1, 2);
+    assert.deepEqual([r.folded, r.watermark, r.reached], [1, r.last - 2, true]);
   });
 });

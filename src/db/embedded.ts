@@ -35,6 +35,10 @@ const USER = 'postgres';
 function sharedBuffersMb(): number {
   return Math.round(Math.min(4096, Math.max(128, totalmem() / 4 / 2 ** 20)));
 }
+/** A sixteenth of shared_buffers, 32-256 MB. */
+function walBuffersMb(): number {
+  return Math.min(256, Math.max(32, Math.round(sharedBuffersMb() / 16)));
+}
 const PASSWORD = 'postgres';
 
 function isAlive(pid: number): boolean {
@@ -96,7 +100,12 @@ export async function startEmbeddedDb(
     postgresFlags: [
       ...['-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
       // Sustained ingestion writes WAL fast: room between checkpoints keeps full-page images rare.
-      ...['-c', `shared_buffers=${sharedBuffersMb()}MB`, '-c', 'max_wal_size=8GB', '-c', 'checkpoint_timeout=15min', '-c', 'wal_buffers=32MB'],
+      ...['-c', `shared_buffers=${sharedBuffersMb()}MB`, '-c', 'max_wal_size=8GB', '-c', 'checkpoint_timeout=15min'],
+      // The first read of a bulk load's pages writes a full-page image per page (hint bits under
+      // checksums): up to hundreds of MB/s of WAL. With 32 MB of buffers, flushed by the WAL writer
+      // every 200 ms, the folds' backends waited to write it themselves (a quarter of the fold's
+      // staging time); large buffers flushed every 10 ms let the WAL writer do it in the background.
+      ...['-c', `wal_buffers=${walBuffersMb()}MB`, '-c', 'wal_writer_delay=10ms'],
       ...['-c', 'wal_compression=pglz', '-c', 'effective_io_concurrency=32'],
     ],
     // Postgres prints its own FATAL lines here; without them a failed start has no explanation.

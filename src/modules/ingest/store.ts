@@ -1,4 +1,4 @@
-import type { Queryable } from '../../db/pool.js';
+import { withTx, type Db, type Queryable } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import type { Environment } from '../api-keys/service.js';
 
@@ -152,7 +152,7 @@ export async function ensureEventPartitions(db: Queryable, monthsBack = 4, month
  * every round would read every page. Summarizing a partition takes its ShareUpdateExclusive lock,
  * so partitions are spread over `lanes` concurrent statements, largest first.
  */
-export async function summarizeNewEvents(db: Queryable, lanes: number): Promise<void> {
+export async function summarizeNewEvents(db: Db, lanes: number): Promise<void> {
   const { rows } = await db.query<{ idx: string; bytes: string }>(`
 SELECT i.inhrelid::regclass::text AS idx, pg_relation_size(x.indrelid) AS bytes
   FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
@@ -165,5 +165,11 @@ SELECT i.inhrelid::regclass::text AS idx, pg_relation_size(x.indrelid) AS bytes
     load[k] += Number(r.bytes);
     sets[k].push(r.idx);
   }
-  await Promise.all(sets.filter((s) => s.length > 0).map((s) => db.query(`SELECT brin_summarize_new_values(x) FROM unnest($1::regclass[]) x`, [s])));
+  await Promise.all(sets.filter((s) => s.length > 0).map((s) => withTx(db, async (tx) => {
+    // Autovacuum holds the same lock while it vacuums a partition. PostgreSQL cancels it for a waiter
+    // after the waiter's deadlock_timeout (1 s by default): each round of the folds stalled that long
+    // while autovacuum worked through a bulk load's partitions (measured: 7 s of a 94 s fold).
+    await tx.query(`SELECT set_config('deadlock_timeout', '50ms', true) WHERE current_setting('is_superuser') = 'on'`);
+    await tx.query(`SELECT brin_summarize_new_values(x) FROM unnest($1::regclass[]) x`, [s]);
+  })));
 }
