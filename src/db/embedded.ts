@@ -103,8 +103,8 @@ export async function startEmbeddedDb(
       ...['-c', `shared_buffers=${sharedBuffersMb()}MB`, '-c', 'max_wal_size=8GB', '-c', 'checkpoint_timeout=15min'],
       // The first read of a bulk load's pages writes a full-page image per page (hint bits under
       // checksums): up to hundreds of MB/s of WAL. With 32 MB of buffers, flushed by the WAL writer
-      // every 200 ms, the folds' backends waited to write it themselves (a quarter of the fold's
-      // staging time); large buffers flushed every 10 ms let the WAL writer do it in the background.
+      // every 200 ms, the folds' backends waited to write it themselves (27 s of the 64 s their
+      // staging took); large buffers flushed every 10 ms let the WAL writer do it in the background.
       ...['-c', `wal_buffers=${walBuffersMb()}MB`, '-c', 'wal_writer_delay=10ms'],
       ...['-c', 'wal_compression=pglz', '-c', 'effective_io_concurrency=32'],
     ],

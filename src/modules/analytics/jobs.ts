@@ -20,10 +20,10 @@ const MAX_PASSES = 10;
  * at that point every row with seq <= L is committed or rolled back, and none can appear later.
  * A pass that leaves at least `catchUpMin` newer seqs (events that arrived while it folded, or
  * committed above L while it waited) is followed by another pass in the same run, instead of
- * waiting for the funnel refresh and the next interval; after a pass over at least `catchUpMin`
- * seqs (a catch-up) any newer seq is: the tail of a bulk insert that committed while the run
- * waited for it waited 9.5 s (measured) for the refresh and the next run. Steady-state passes are
- * smaller, and one pass per run keeps them from chasing the arriving events.
+ * waiting for the funnel refresh and the next interval. After a pass over at least `catchUpMin`
+ * seqs (a catch-up), any newer seq earns another pass: otherwise the tail of a bulk insert that
+ * committed while the run waited for it waited 9.5 s (measured) for the refresh and the next run.
+ * Steady-state passes are smaller, and one pass per run keeps them from chasing arriving events.
  */
 export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize: number; catchUpMin: number; writerWaitMs?: number }) {
   let running: Promise<RunResult> | null = null;
