@@ -31,7 +31,7 @@ export interface Config {
   funnelRefreshS: number;
   /** Device partitions the analytics fold runs in parallel (one database connection and core each). */
   foldPartitions: number;
-  /** Fold rounds of fewer seqs run as one transaction for all partitions; a run leaving at least this many newer seqs folds again. */
+  /** Fold rounds of fewer seqs run as one transaction for all partitions; a run folds again when at least this many newer seqs remain, or any remain after a pass this big. */
   foldParallelMin: number;
   /** Most seqs one fold round takes on: bigger rounds cost less per event and more temp space. */
   foldChunk: number;
