@@ -194,8 +194,9 @@ describe('analytics: trial conversions folded in either order', () => {
   });
 });
 
-// A run folds up to the last seq it saw once the inserts holding seqs below it have ended. Events
-// committed meanwhile above that horizon are folded by another pass of the same run when they are at
+// A run folds up to the last seq it saw once the inserts holding seqs below it have ended, then
+// looks again: with no insert open then, what committed meanwhile joins the same pass. Events still
+// behind an open insert at that look are folded by another pass of the same run when they are at
 // least ANALYTICS_FOLD_PARALLEL_MIN seqs, or when the pass before was that big (a catch-up); small
 // passes (the steady state) leave them to the next interval.
 describe('analytics: a run catches up with events committed behind its horizon', () => {
@@ -205,10 +206,12 @@ describe('analytics: a run catches up with events committed behind its horizon',
 
   /**
    * Ingests `before` events, holds an insert transaction open while a run starts (the run reads its
-   * horizon, then waits for the writer), ingests `behind` events above that horizon, commits the
-   * writer, and returns what the run folded, with the last seq.
+   * horizon, then waits for the writer), ingests `behind` events above that horizon and commits the
+   * writer. With `secondWriter`, another insert transaction is open by then, so the run's second
+   * look at the horizon keeps the first; it commits a second later. Returns what the run folded,
+   * with the last seq.
    */
-  async function runWithBatchBehindHorizon(before: number, behind: number) {
+  async function runWithBatchBehindHorizon(before: number, behind: number, secondWriter = true) {
     rootToken ??= (await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' })).body.token;
     const root = { authorization: `Bearer ${rootToken}` };
     const rollup = () => s.c.post('/api/v1/admin/analytics/rollup', {}, root);
@@ -218,23 +221,35 @@ describe('analytics: a run catches up with events committed behind its horizon',
       const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
       assert.equal(r.status, 202, r.text);
     };
-    await ingest(before);
-    const writer = await s.server.db.connect();
-    try {
+    const hold = async () => {
+      const writer = await s.server.db.connect();
       await writer.query(`BEGIN`);
       await writer.query(`LOCK TABLE events IN ROW EXCLUSIVE MODE`);
+      return writer;
+    };
+    await ingest(before);
+    const writers = [await hold()];
+    try {
       const run = rollup();
       await sleep(500);
+      if (secondWriter) writers.push(await hold());
       await ingest(behind);
-      await writer.query(`COMMIT`);
+      await writers[0].query(`COMMIT`);
+      const second = writers[1] && sleep(1_000).then(() => writers[1].query(`COMMIT`));
       const r = await run;
+      await second;
       assert.equal(r.status, 200, r.text);
       const { rows } = await s.server.db.query(`SELECT max(seq)::int AS last FROM events`);
       return { folded: r.body.data.folded, watermark: r.body.data.watermark, last: rows[0].last, reached: r.body.data.horizonReached };
     } finally {
-      writer.release();
+      for (const w of writers) w.release();
     }
   }
+
+  it('folds, in the same pass, a batch committed while it waited for an insert', async () => {
+    const r = await runWithBatchBehindHorizon(1, 2, false);
+    assert.deepEqual([r.folded, r.watermark, r.reached], [3, r.last, true]);
+  });
 
   it('folds, in the same run, a batch behind its horizon as big as the catch-up bound', async () => {
     const r = await runWithBatchBehindHorizon(1, 5);

@@ -13,13 +13,15 @@ const IS_TRIAL = `(jsonb_typeof(props->'is_trial') = 'boolean' AND props->>'is_t
 /**
  * Stages the events matching `where` (a partition's seq range, or one app for a rebuild) with their
  * day in the app's rollup timezone, flag bit and purchase properties. Only consented events enter
- * analytics.
+ * analytics. Events of apps in `zone` take the plain date cast, which the caller makes mean that
+ * zone (the transaction's TimeZone): AT TIME ZONE resolves the zone's name on every row.
  */
-export function stageSql(where: string): string {
+export function stageSql(where: string, zone: string): string {
   return `
 CREATE TEMP TABLE an_ev ON COMMIT DROP AS
 SELECT e.tenant_id, e.app_id, e.environment, e.event_id, e.event_name, e.ts,
-       (e.ts AT TIME ZONE coalesce(st.timezone, 'UTC'))::date AS day,
+       CASE WHEN st.timezone = '${zone.replace(/'/g, "''")}' THEN e.ts::date
+            ELSE (e.ts AT TIME ZONE coalesce(st.timezone, 'UTC'))::date END AS day,
        e.anon_id, e.session_id, e.platform, e.country, p.props,
        CASE e.event_name
          WHEN 'onboarding_flow_started' THEN ${FLAG.onbStarted}

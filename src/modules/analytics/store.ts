@@ -3,7 +3,7 @@ import { withTx } from '../../db/pool.js';
 import { summarizeNewEvents } from '../ingest/store.js';
 import { foldEvents } from './fold.js';
 import { revenueDelta } from './fold-purchases.js';
-import { ADD_TO_REVENUE_CELL, stageSql } from './fold-sql.js';
+import { ADD_TO_REVENUE_CELL } from './fold-sql.js';
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but
@@ -65,12 +65,17 @@ export function createRollupStore(db: Db, { parts, parallelMin, workMemMb }: { p
     await tx.query(`SELECT set_config('work_mem', $1, true), set_config('hash_mem_multiplier', '4', true)`, [`${Math.trunc(workMemMb)}MB`]);
   };
 
-  /** Every app gets its rollup timezone recorded the first time the fold meets it. */
-  async function registerApps(q: Queryable): Promise<void> {
+  /**
+   * Every app gets its rollup timezone recorded the first time the fold meets it. Returns the
+   * timezone most apps use: the fold's transactions take it as theirs (stageSql).
+   */
+  async function registerApps(q: Queryable): Promise<string> {
     await q.query(`
 INSERT INTO an_app_state (app_id, tenant_id, timezone)
 SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_settings s ON s.app_id = a.id
 ON CONFLICT (app_id) DO NOTHING`);
+    const { rows } = await q.query<{ zone: string }>(`SELECT timezone AS zone FROM an_app_state GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
+    return rows[0]?.zone ?? 'UTC';
   }
 
   /**
@@ -78,7 +83,7 @@ ON CONFLICT (app_id) DO NOTHING`);
    * watermark): its events in seq (its watermark, to], in one transaction. Null when `ALL` finds the
    * watermarks apart.
    */
-  async function foldPart(part: number, n: number, to: number, lookUpAll = false): Promise<FoldResult | null> {
+  async function foldPart(part: number, n: number, to: number, zone: string, lookUpAll = false): Promise<FoldResult | null> {
     return withTx(db, async (tx) => {
       const { rows } = await tx.query<{ watermark: number }>(
         `SELECT watermark FROM an_rollup_state WHERE id = $1 OR $1 = ${ALL} ORDER BY id FOR UPDATE`, [part]);
@@ -95,7 +100,7 @@ ON CONFLICT (app_id) DO NOTHING`);
       // Each partition reads the range itself: a shared staging table read once measured slower
       // (its write is serial; the two reads run in parallel).
       const mine = part === ALL ? '' : ` AND ${partOf('e.anon_id', n)} = ${part}`;
-      const folded = await foldEvents(tx, stageSql(`e.seq > ${from} AND e.seq <= ${to}${mine}`), { lookUpAll, exact: lookUpAll });
+      const folded = await foldEvents(tx, { where: `e.seq > ${from} AND e.seq <= ${to}${mine}`, zone }, { lookUpAll, exact: lookUpAll });
       await tx.query(`
 UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + CASE WHEN id = greatest($3, 0) THEN $2 ELSE 0 END
  WHERE id = $3 OR $3 = ${ALL}`, [to, folded, part]);
@@ -126,13 +131,13 @@ ON CONFLICT (id) DO NOTHING`, [parts, locked[0]]);
   }
 
   /** Runs the `n` partitions' folds up to `to` in parallel. */
-  async function foldParts(n: number, to: number): Promise<FoldResult> {
+  async function foldParts(n: number, to: number, zone: string): Promise<FoldResult> {
     const all = Array.from({ length: n }, (_, p) => p);
-    const settled = await Promise.allSettled(all.map((p) => foldPart(p, n, to)));
+    const settled = await Promise.allSettled(all.map((p) => foldPart(p, n, to, zone)));
     const results: FoldResult[] = [];
     for (const [p, r] of settled.entries()) {
       if (r.status === 'fulfilled') results.push(r.value!);
-      else if (isConflict(r.reason)) results.push((await foldPart(p, n, to, true))!);
+      else if (isConflict(r.reason)) results.push((await foldPart(p, n, to, zone, true))!);
       else throw r.reason;
     }
     return {
@@ -175,7 +180,7 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
      * lowest watermark + chunk)], in parallel. Returns the events folded and the lowest watermark.
      */
     async foldChunk(upper: number, chunk: number): Promise<FoldResult> {
-      await registerApps(db);
+      const zone = await registerApps(db);
       // Each partition's read of a chunk would otherwise take in every range written since the
       // last vacuum (whole monthly partitions after a bulk load). Cheap when nothing is new.
       await summarizeNewEvents(db, parts);
@@ -186,10 +191,10 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
       // A small round (the steady state) costs each partition its fixed per-statement overhead and
       // a read of every event of the round: one transaction folds it for all partitions.
       if (to - lo < parallelMin && marks.every((w) => w === lo)) {
-        const r = await foldPart(ALL, marks.length, to).catch((e) => (isConflict(e) ? foldPart(ALL, marks.length, to, true) : Promise.reject(e)));
+        const r = await foldPart(ALL, marks.length, to, zone).catch((e) => (isConflict(e) ? foldPart(ALL, marks.length, to, zone, true) : Promise.reject(e)));
         if (r) return r;
       }
-      return foldParts(marks.length, to);
+      return foldParts(marks.length, to, zone);
     },
 
     /**
@@ -232,7 +237,8 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
         await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
         for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
         // The app's rows were just deleted: every session is new (no look-ups; no retry either, so grouped exactly).
-        return foldEvents(tx, stageSql(`e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`), { lookUpAll: false, exact: true });
+        const where = `e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`;
+        return foldEvents(tx, { where, zone: timezone }, { lookUpAll: false, exact: true });
       });
     },
 
