@@ -206,7 +206,9 @@ kpis p50 260 / p99 368; timeseries (all 24) 197 / 434; lag p50 24 s / max 31 s a
 68,834 events/s, kpis p99 349 and 520. Stop 16 (2026-11-22T10:36Z/10:47Z: revenue histogram) fold 41,677 events/s, kpis p50 142 / p99 283;
 with --active-days 2 fold 75,778, kpis p99 233 (both timed after the max(seq) scan, see above). Stop 17 (2026-11-22T12:52Z/13:02Z:
 reads through the seq BRIN, catch-up passes; timed from the commit) fold 64,214 events/s, kpis p50 98 / p99 131; with --active-days 2
-fold 106,704 events/s, kpis p99 275.
+fold 106,704 events/s, kpis p99 275. Stop 18 (2026-11-22T13:56Z/14:08Z: the BRIN summary cancels autovacuum after 50 ms,
+WAL writer settings, the catch-up tail) fold 49,630 events/s on a slower machine, kpis p50 146 / p99 232; with --active-days 2
+fold 107,781 events/s, kpis p99 208.
 Load average during this run (1 min, at the end): ${loadavg()[0].toFixed(2)} on 2 cores shared with other engineers' runs.
 
 Steady state (after a VACUUM of the bulk-loaded events, ${vacuumS.toFixed(0)} s): ingesting ${Math.round(ingested).toLocaleString('en-US')} events/s (target rate ${RATE.toLocaleString('en-US')}; ${load.non2xx} non-2xx) for ${INGEST_S} s;
