@@ -1,16 +1,18 @@
 // npm run bench:analytics-fold-profile [-- --events 1000000 --devices 100000 --chunk 5000000 --parts 2]
 //
 // Where the analytics fold spends its time: the service runs with ROLE=api (no fold job), the
-// generated app of bench/analytics.ts is inserted, and this process folds it chunk by chunk with
-// the service's own rollup store, timing every statement. Prints and records microseconds per
-// event for each statement (the fold job's throughput itself is measured by bench:analytics).
+// generated app of bench/analytics.ts is inserted, and this process folds it round by round with
+// the service's own rollup store and fold threads, timing every step of each partition's fold and
+// the CPU this process (the fold threads) and PostgreSQL used. Prints and records microseconds per
+// event (the fold job's throughput itself is measured by bench:analytics).
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { createFoldWorkers } from '../src/modules/analytics/fold-workers.js';
 import { createRollupStore } from '../src/modules/analytics/store.js';
 import { client, createTenant } from '../test/helpers/client.js';
 import { GENERATE } from './lib/analytics-data.js';
 import { machine, writeResultsSection } from './lib/results.js';
-import { spawnService } from './lib/service.js';
+import { descendantsCpuMs, spawnService } from './lib/service.js';
 
 const { values } = parseArgs({
   options: {
@@ -21,7 +23,7 @@ const { values } = parseArgs({
     parts: { type: 'string', default: '2' },
     // The service's ANALYTICS_FOLD_WORK_MEM_MB and ANALYTICS_FOLD_TEMP_BUFFERS_MB defaults.
     'work-mem-mb': { type: 'string', default: '256' },
-    'temp-buffers-mb': { type: 'string', default: '2048' },
+    'temp-buffers-mb': { type: 'string', default: '256' },
     // VACUUM the generated events before the fold: their pages' hint bits (and the full-page images
     // setting them writes after a checkpoint) are then paid outside the timed fold, as in the steady
     // state, where the fold reads pages written since the last checkpoint.
@@ -35,45 +37,37 @@ const ACTIVE_DAYS = Number(values['active-days']);
 const CHUNK = Number(values.chunk);
 const PARTS = Number(values.parts);
 
-/** A pool whose transaction clients time each statement, keyed by its first words. */
-function timedPool(url: string, times: Map<string, number>): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max: PARTS, options: `-c temp_buffers=${Number(values['temp-buffers-mb'])}MB` });
-  pool.on('connect', (c) => {
-    const query = c.query.bind(c) as (...a: unknown[]) => Promise<unknown>;
-    (c as unknown as { query: typeof query }).query = async (...a: unknown[]) => {
-      const t = performance.now();
-      try {
-        return await query(...a);
-      } finally {
-        const key = String(a[0]).replace(/\s+/g, ' ').trim().slice(0, 70);
-        times.set(key, (times.get(key) ?? 0) + performance.now() - t);
-      }
-    };
-  });
-  return pool;
-}
-
 const service = await spawnService({ ROLE: 'api' });
-const times = new Map<string, number>();
-const pool = timedPool(service.databaseUrl, times);
+const pool = new pg.Pool({ connectionString: service.databaseUrl, max: 2 });
+const workers = createFoldWorkers({
+  databaseUrl: service.databaseUrl, tempBuffersMb: Number(values['temp-buffers-mb']), workMemMb: Number(values['work-mem-mb']),
+});
 try {
   const t = await createTenant(client(service.url));
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
   await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES, ACTIVE_DAYS]);
   if (values.hinted) await pool.query(`VACUUM events`);
-  times.clear();
-  const store = createRollupStore(pool, { parts: PARTS, parallelMin: 0, workMemMb: Number(values['work-mem-mb']) });
+  await pool.query(`DELETE FROM an_rollup_state WHERE id >= $1`, [PARTS]);
+  await pool.query(`INSERT INTO an_rollup_state (id) SELECT generate_series(0, $1::int - 1) ON CONFLICT (id) DO NOTHING`, [PARTS]);
+  const times = new Map<string, number>();
+  const store = createRollupStore(pool, { workers, parts: PARTS, parallelMin: 0, profile: (k, ms) => times.set(k, (times.get(k) ?? 0) + ms) });
   const max = Number((await pool.query(`SELECT pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')) AS m`)).rows[0].m);
   const t0 = performance.now();
+  const cpu0 = { fold: process.cpuUsage(), pg: descendantsCpuMs(service.pid) };
   for (let wm = 0; wm < max; ) {
     wm = (await store.foldChunk(max, CHUNK)).watermark;
     await store.analyze();
     console.log(`folded to seq ${wm} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }
   const seconds = (performance.now() - t0) / 1000;
-  const rows = [...times].sort((a, b) => b[1] - a[1]).filter(([, ms]) => (ms * 1000) / EVENTS >= 0.05);
-  const table = rows.map(([k, ms]) => `| ${((ms * 1000) / EVENTS).toFixed(2)} | \`${k.replace(/\|/g, '/')}…\` |`).join('\n');
+  const own = process.cpuUsage(cpu0.fold);
+  const foldCpu = (own.user + own.system) / 1e6;
+  const pgCpu = (descendantsCpuMs(service.pid) - cpu0.pg) / 1000;
+  const us = (s: number) => ((s * 1e6) / EVENTS).toFixed(2);
+  const rows = [...times].sort((a, b) => b[1] - a[1]).filter(([, ms]) => (ms * 1000) / EVENTS >= 0.01);
+  const table = rows.map(([k, ms]) => `| ${us(ms / 1000)} | ${k} |`).join('\n');
   console.log(table);
+  console.log({ seconds, foldCpu, pgCpu });
   const shape = ACTIVE_DAYS ? ` --active-days ${ACTIVE_DAYS}` : '';
   const hinted = values.hinted ? ', events vacuumed first' : '';
   writeResultsSection(`analytics fold profile${ACTIVE_DAYS ? `, ${ACTIVE_DAYS} active days per device` : ''}${hinted}`, `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES}${shape} --chunk ${CHUNK} --parts ${PARTS}${values.hinted ? ' --hinted' : ''}\` · ${machine()}
@@ -83,22 +77,21 @@ writes after a checkpoint (data checksums), are paid outside it. That is the ste
 since the last checkpoint; bench:analytics folds the freshly bulk-loaded backlog and pays them.
 ` : ''}
 The fold of ${EVENTS.toLocaleString('en-US')} events (${DEVICES.toLocaleString('en-US')} devices, the bench:analytics data${
-    ACTIVE_DAYS ? ` with \`--active-days ${ACTIVE_DAYS}\`: each device active on at most ${ACTIVE_DAYS} days, one session a day` : ''}) in chunks of
-${CHUNK.toLocaleString('en-US')}, run from this process with the service's rollup store: **${Math.round(EVENTS / seconds).toLocaleString('en-US')} events/s**
-(${seconds.toFixed(1)} s; ${PARTS} fold partitions on as many connections). Statement times are summed over the partitions,
-so on 2 cores they add up to about twice the wall time per event. Baselines: the 120,000 events/s target is 8.3 µs of wall
-time per event; before partitions (2026-11-22T00:49Z, one connection) the fold ran 18,094 events/s at full size, 55 µs per event;
-with 2 partitions, chunks of 500,000 and the fold's WAL compressed (2026-11-22T02:35Z) 27,380 events/s, staging alone 17.1 µs;
-with chunks of 5,000,000, uncompressed WAL and the day-first device-day key (2026-11-22T04:00Z) 42,748 events/s, device-day inserts 8.3 µs;
-with the device-first key and a hash index on an_sessions.anon_id (2026-11-22T04:49Z) 46,926 events/s, session inserts 6.0 µs;
-without that index (2026-11-22T05:55Z) 47,034 events/s, session inserts 3.1 µs.${
-    ACTIVE_DAYS ? ' Those baselines ran on the default data (one event per session and device-day), as ## analytics fold profile does.' : ''}
-Statements costing at least 0.05 µs per event:
+    ACTIVE_DAYS ? ` with \`--active-days ${ACTIVE_DAYS}\`: each device active on at most ${ACTIVE_DAYS} days, one session a day` : ''}) in rounds of
+${CHUNK.toLocaleString('en-US')}, run from this process with the service's rollup store and fold threads (${PARTS} partitions):
+**${Math.round(EVENTS / seconds).toLocaleString('en-US')} events/s** (${seconds.toFixed(1)} s). CPU: the fold threads ${us(foldCpu)} µs per event,
+PostgreSQL ${us(pgCpu)} µs per event (the 120,000 events/s target is 16.7 µs of both cores per event).
 
-| µs per event | statement |
+Steps of each partition's fold, wall time summed over the partitions (a step's time includes waiting for the CPU the others
+use). Baseline: the SQL fold this replaced (2026-11-22T11:06Z, same command with --hinted) ran 60,054 events/s, 33 µs of statement
+time per event; its largest statements were the session inserts (3.7 µs), the device-day grouping (3.6) and inserts (3.1), the
+staging read (3.4) and the funnel-step upsert (3.1).
+
+| µs per event | step |
 | ---: | --- |
 ${table}`);
 } finally {
+  await workers.close();
   await pool.end();
   await service.stop();
 }

@@ -68,7 +68,7 @@ try {
   const folded = (await state()).events_folded - before.events_folded;
   const throughput = folded / foldS;
   console.log(`folded ${folded} events in ${foldS.toFixed(1)} s = ${Math.round(throughput)} events/s`);
-  const sizes = (await db.query(`SELECT (SELECT count(*) FROM an_device_days) dd, (SELECT count(*) FROM an_devices) dv,
+  const sizes = (await db.query(`SELECT (SELECT sum(cardinality(days)) FROM an_devices) dd, (SELECT count(*) FROM an_devices) dv,
     (SELECT count(*) FROM an_sessions) se, (SELECT count(*) FROM an_steps) st, (SELECT count(*) FROM an_purchases) pu`)).rows[0];
 
   // 2b) funnel answers: the worker materializes them after a fold (paced by ANALYTICS_FUNNEL_REFRESH_S,

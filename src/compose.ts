@@ -11,6 +11,7 @@ import { createOutboundClient } from './outbound/client.js';
 import { createActivityStore } from './modules/activity/store.js';
 import { createAdNetworkModule } from './modules/ad-network/index.js';
 import { createFunnelAnswers } from './modules/analytics/funnel-answers.js';
+import { createFoldWorkers } from './modules/analytics/fold-workers.js';
 import { createFunnelStore } from './modules/analytics/funnel-store.js';
 import { createRollupRunner, kickRollupChain, rollupJobHandler } from './modules/analytics/jobs.js';
 import { createAnalyticsReadModel } from './modules/analytics/read-model.js';
@@ -63,7 +64,7 @@ import { createTenancyService } from './modules/tenancy/service.js';
 import { createTenancyStore } from './modules/tenancy/store.js';
 
 /** Wires stores, services and routes. The only place that knows every module. */
-export async function compose({ db, config, jobs, logger }: { db: Db; config: Config; jobs: JobQueue; logger: Logger }) {
+export async function compose({ db, databaseUrl, config, jobs, logger }: { db: Db; databaseUrl: string; config: Config; jobs: JobQueue; logger: Logger }) {
   const limiter = createSlidingWindowLimiter();
   const activity = createActivityStore(db);
   const identityStore = createIdentityStore(db);
@@ -151,8 +152,10 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
   if (config.runsWorkers) exportJobs.startBackground();
 
   // Analytics: a self-rescheduling fold job feeds the rollups the dashboard endpoints read.
+  // Its rounds run in one thread per partition, on their own connections (fold-workers.ts).
+  const foldWorkers = createFoldWorkers({ databaseUrl, tempBuffersMb: config.foldTempBuffersMb, workMemMb: config.foldWorkMemMb });
   const rollups = createRollupRunner({
-    store: createRollupStore(db, { parts: config.foldPartitions, parallelMin: config.foldParallelMin, workMemMb: config.foldWorkMemMb }),
+    store: createRollupStore(db, { workers: foldWorkers, parts: config.foldPartitions, parallelMin: config.foldParallelMin }),
     chunkSize: config.foldChunk,
     catchUpMin: config.foldParallelMin,
   });
@@ -200,6 +203,7 @@ export async function compose({ db, config, jobs, logger }: { db: Db; config: Co
     await webhookWorker.stop();
     await outbound.close();
     await adNetwork.close();
+    await foldWorkers.close();
   };
   return { plugins, jobHandlers, close };
 }

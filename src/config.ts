@@ -33,11 +33,11 @@ export interface Config {
   foldPartitions: number;
   /** Fold rounds of fewer seqs run as one transaction for all partitions; a run folds again when at least this many newer seqs remain, or any remain after a pass this big. */
   foldParallelMin: number;
-  /** Most seqs one fold round takes on: bigger rounds cost less per event and more temp space. */
+  /** Most seqs one fold round takes on: bigger rounds cost less per event and more memory (about 100 bytes per event in the fold threads). */
   foldChunk: number;
   /** work_mem (MB) of a fold transaction; its hash tables may use 4 times that. */
   foldWorkMemMb: number;
-  /** temp_buffers (MB) of the service's database sessions: room for a fold chunk's temp tables. */
+  /** temp_buffers (MB) of the fold threads' database sessions: room for a round's temp tables (its devices' new state). */
   foldTempBuffersMb: number;
   exportTtlHours: number;
   adNetwork: {
@@ -123,9 +123,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     funnelRefreshS: int(env, 'ANALYTICS_FUNNEL_REFRESH_S', 60, 1, 86400),
     foldPartitions: int(env, 'ANALYTICS_FOLD_PARTITIONS', 2, 1, 16),
     foldParallelMin: int(env, 'ANALYTICS_FOLD_PARALLEL_MIN', 50_000, 0, 10_000_000),
-    foldChunk: int(env, 'ANALYTICS_FOLD_CHUNK', 5_000_000, 1, 50_000_000),
+    foldChunk: int(env, 'ANALYTICS_FOLD_CHUNK', 5_000_000, 1, 20_000_000),
     foldWorkMemMb: int(env, 'ANALYTICS_FOLD_WORK_MEM_MB', 256, 16, 16_384),
-    foldTempBuffersMb: int(env, 'ANALYTICS_FOLD_TEMP_BUFFERS_MB', 2048, 8, 65_536),
+    foldTempBuffersMb: int(env, 'ANALYTICS_FOLD_TEMP_BUFFERS_MB', 256, 8, 65_536),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',

@@ -24,12 +24,12 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
     embedded = await startEmbeddedDb(config.dataDir, config.embeddedPgPort, (m) => logger.info(m));
     databaseUrl = embedded.url;
   }
-  const db = createPool(databaseUrl, config.dbPoolMax, { tempBuffersMb: config.foldTempBuffersMb });
+  const db = createPool(databaseUrl, config.dbPoolMax);
   await migrate(db, (m) => logger.info(m));
   await ensureEventPartitions(db);
 
   const jobs = createJobQueue({ url: databaseUrl, runsWorkers: config.runsWorkers, onError: (err) => logger.error({ err }, 'job queue error') });
-  const { plugins, jobHandlers, close } = await compose({ db, config, jobs, logger });
+  const { plugins, jobHandlers, close } = await compose({ db, databaseUrl, config, jobs, logger });
   await jobs.start(jobHandlers);
 
   let app: FastifyInstance | undefined;

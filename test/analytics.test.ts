@@ -448,15 +448,19 @@ describe('analytics: rollups and the 24 metrics', () => {
   it('keeps every histogram equal to a recomputation from the rollup rows (after late, moved and rebuilt data)', async () => {
     await fold();
     // Each pair: the fold-maintained cells (non-zero) and the same cells recomputed from scratch.
+    // A device's active days are its row's int4[] (migration 017): day since 2000-01-01 x 64 + flags.
+    const DEVICE_DAYS = `SELECT d.app_id, d.environment, d.anon_id, d.platform, d.country, date '2000-01-01' + (x >> 6) AS day, x & 63 AS flags
+      FROM an_devices d CROSS JOIN unnest(d.days) x`;
     const pairs: [string, string, string][] = [
       ['flags', `SELECT app_id, environment, day, platform, country, flag, gap, n FROM an_flag_hist WHERE n <> 0`,
         `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), bit, coalesce(day - prev, 100000), count(*)::int
            FROM (SELECT y.*, f.bit, lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id, f.bit ORDER BY y.day) AS prev
-                   FROM an_device_days y CROSS JOIN unnest('{1,2,4,8,16,32}'::int[]) AS f(bit) WHERE y.flags & f.bit <> 0) z
+                   FROM (${DEVICE_DAYS}) y CROSS JOIN unnest('{1,2,4,8,16,32}'::int[]) AS f(bit) WHERE y.flags & f.bit <> 0) z
           GROUP BY 1, 2, 3, 4, 5, 6, 7`],
       ['active', `SELECT app_id, environment, day, platform, country, gap, n FROM an_active_hist WHERE n <> 0`,
         `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), coalesce(day - prev_day, 100000), count(*)::int
-           FROM an_device_days GROUP BY 1, 2, 3, 4, 5, 6`],
+           FROM (SELECT y.*, lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id ORDER BY y.day) AS prev_day FROM (${DEVICE_DAYS}) y) z
+          GROUP BY 1, 2, 3, 4, 5, 6`],
       ['cohorts', `SELECT app_id, environment, first_day, platform, country, ret_mask, n FROM an_cohort_hist WHERE n <> 0`,
         `SELECT app_id, environment, first_day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), ret_mask, count(*)::int
            FROM an_devices GROUP BY 1, 2, 3, 4, 5, 6`],

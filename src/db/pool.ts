@@ -7,17 +7,13 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 
 export type Db = pg.Pool;
 export type Tx = pg.PoolClient;
+/** A connection of the pool or one of its own (a worker thread's): what a transaction runs on. */
+export type Conn = pg.ClientBase;
 /** Anything that can run a query: the pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 
-/**
- * `tempBuffersMb`: each session's temp_buffers, set at connection start (it cannot change once a
- * session has used a temp table). Local buffers are allocated only as temp tables fill them, so
- * sessions without big temp tables (all but the analytics fold's) use none of it.
- */
-export function createPool(url: string, max = 20, { tempBuffersMb }: { tempBuffersMb?: number } = {}): Db {
-  const options = tempBuffersMb ? `-c temp_buffers=${Math.trunc(tempBuffersMb)}MB` : undefined;
-  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000, options });
+export function createPool(url: string, max = 20): Db {
+  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000 });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => undefined);
   return pool;

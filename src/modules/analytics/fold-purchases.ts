@@ -1,44 +1,49 @@
+import type { CopyWriter } from '../../db/copy.js';
 import { FLAG } from './fold-sql.js';
 
-/** The fold's purchase statements: purchase rows and the revenue histogram's deltas. */
-
 /**
- * Adds (+) or removes (-) the purchases `y` of `from` to / from the revenue histogram's delta table
- * (or `into`); `counted: false` adds their amounts alone (purchases already counted, converted later).
+ * A purchase event's properties as the revenue metrics read them (decisions.md section 4): kind
+ * (paid, trial, refund), price (a number from 0 to 10^12, else 0), currency (ISO 4217, default
+ * USD; up to 8 characters, ASCII letters upper-cased), and the subscription period (ISO 8601
+ * PnD, PnW, PnM, PnY with n from 1 to 999; other text is kept but is not recurring). Parsed here
+ * rather than in SQL: PostgreSQL evaluated the period's regular expressions once per use in the
+ * statement (measured: 20 µs per purchase, against 3 µs for the whole insert now).
  */
-export function revenueDelta(sign: '+' | '-', from: string, { counted = true, into = 'an_d_rev' } = {}): string {
-  return `
-INSERT INTO ${into} (tenant_id, app_id, environment, day, platform, country, kind, period_end, n, usd, mrr)
-SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknown'), coalesce(y.country, 'unknown'), y.kind,
-       coalesce(y.period_end, 'infinity'), ${counted ? `${sign}count(*)::int` : '0'},
-       ${sign}coalesce(sum(y.amount_usd), 0), ${sign}coalesce(sum(y.mrr_usd), 0)
-  FROM ${from}
- GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
+export interface Purchase {
+  kind: 'paid' | 'trial' | 'refund';
+  price: number;
+  currency: string;
+  period: string | null;
+  /** The period's count and unit (D, W, M, Y), when it is one. */
+  periodN: number | null;
+  periodUnit: string | null;
 }
 
-/**
- * The batch's purchases, in USD at their day's rate (NULL until their currency has one), with the
- * subscription's period end and monthly amount; the new ones enter the revenue histogram's delta.
- */
-export const INSERT_PURCHASES = `
-WITH ins AS (
-INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
-                          price, currency, amount_usd, period, period_end, mrr_usd)
-SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, d.platform, d.country, v.kind, v.ts, v.day,
-       v.price, v.currency, v.price * r.rate, v.period,
-       CASE WHEN v.kind = 'paid' THEN an_period_end(v.day, v.period) END,
-       CASE WHEN v.kind = 'paid' THEN an_monthly(v.price * r.rate, v.period) END
-  FROM (SELECT tenant_id, app_id, environment, event_id, anon_id, ts, day,
-               CASE WHEN event_name = 'purchase_refunded' THEN 'refund' WHEN flag = ${FLAG.trial} THEN 'trial' ELSE 'paid' END AS kind,
-               CASE WHEN jsonb_typeof(props->'price') = 'number' AND (props->>'price')::float8 BETWEEN 0 AND 1e12
-                    THEN (props->>'price')::float8 ELSE 0 END AS price,
-               upper(left(CASE WHEN jsonb_typeof(props->'currency') = 'string' THEN props->>'currency' ELSE 'USD' END, 8)) AS currency,
-               CASE WHEN jsonb_typeof(props->'period') = 'string' THEN left(props->>'period', 16) END AS period
-          FROM an_ev WHERE event_name IN ('purchase_completed', 'purchase_refunded')) v
-  -- an_dev (small, analyzed) has the devices' final platform/country; joining the big an_devices
-  -- right after it was emptied (a rebuild, a crash) planned a nested loop of seq scans: minutes.
-  JOIN an_dev d ON d.app_id = v.app_id AND d.environment = v.environment AND d.anon_id = v.anon_id
-  CROSS JOIN LATERAL (SELECT usd_rate(v.currency, v.day) AS rate) r
-ON CONFLICT (app_id, environment, event_id) DO NOTHING
-RETURNING tenant_id, app_id, environment, day, platform, country, kind, period_end, amount_usd, mrr_usd)
-${revenueDelta('+', 'ins y')}`;
+const PERIOD = /^P([1-9][0-9]{0,2})([DWMY])$/;
+
+/** First `n` characters (code points, as PostgreSQL's left()). */
+const left = (s: string, n: number) => (s.length <= n ? s : Array.from(s).slice(0, n).join(''));
+
+export function parsePurchase(eventName: string, flag: number, props: Buffer): Purchase {
+  let p: unknown = null;
+  try {
+    p = JSON.parse(props.toString('utf8'));
+  } catch {
+    // Stored properties are JSON; anything else counts as no properties.
+  }
+  const o = p !== null && typeof p === 'object' && !Array.isArray(p) ? (p as Record<string, unknown>) : {};
+  const price = typeof o.price === 'number' && o.price >= 0 && o.price <= 1e12 ? o.price : 0;
+  const currency = left(typeof o.currency === 'string' ? o.currency : 'USD', 8).replace(/[a-z]+/g, (c) => c.toUpperCase());
+  const period = typeof o.period === 'string' ? left(o.period, 16) : null;
+  const m = period === null ? null : PERIOD.exec(period);
+  const kind = eventName === 'purchase_refunded' ? 'refund' : flag & FLAG.trial ? 'trial' : 'paid';
+  return { kind, price, currency, period, periodN: m ? Number(m[1]) : null, periodUnit: m ? m[2] : null };
+}
+
+/** The an_pu columns after the key ones: kind, price, currency, period, period_n, period_unit. */
+export function writePurchase(w: CopyWriter, p: Purchase): CopyWriter {
+  w.text(p.kind).float8(p.price).text(p.currency).text(p.period);
+  if (p.periodN === null) w.null();
+  else w.int4(p.periodN);
+  return w.text(p.periodUnit);
+}

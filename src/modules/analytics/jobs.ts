@@ -60,7 +60,7 @@ export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs 
   async function runOnce(): Promise<RunResult> {
     const rebuilt: string[] = [];
     for (const app of await store.appsNeedingRebuild()) {
-      await store.rebuildApp(app.app_id, app.timezone);
+      await store.rebuildApp(app.app_id, app.timezone, chunkSize);
       rebuilt.push(app.app_id);
       await store.analyze();
     }

@@ -1,9 +1,10 @@
 import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { summarizeNewEvents } from '../ingest/store.js';
-import { foldEvents } from './fold.js';
-import { revenueDelta } from './fold-purchases.js';
-import { ADD_TO_REVENUE_CELL } from './fold-sql.js';
+import type { FoldResult } from './fold-round.js';
+import { ADD_TO_REVENUE_CELL, revenueDelta, ROLLUP_TABLES } from './fold-sql.js';
+import type { FoldWorkers } from './fold-workers.js';
+import type { FoldProfile } from './fold.js';
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but
@@ -11,60 +12,19 @@ import { ADD_TO_REVENUE_CELL } from './fold-sql.js';
  */
 
 /**
- * The fold runs as device partitions in parallel, one transaction and connection each (migration
- * 012); an_rollup_state has one row (watermark) per partition. A device's partition is the stable
- * hash PostgreSQL's own hash partitioning uses, modulo the partition count.
- */
-const partOf = (anonId: string, parts: number) => `abs(uuid_hash_extended(${anonId}, 0) % ${parts})`;
-
-/**
- * A batch session found stored only on insert (stageSessions): a unique violation. One reported by
- * devices of two partitions is inserted by both: the second waits for the first, then fails (or
- * deadlocks when both wait); one reported by two devices of one batch is inserted twice. A retry
- * after the other partitions committed, looking every session up and grouping per session id,
- * finds it and widens it.
- */
-const isConflict = (e: unknown) => ['23505', '40P01'].includes((e as { code?: string }).code ?? '');
-
-const ROLLUP_TABLES = [
-  'an_devices', 'an_device_days', 'an_active_hist', 'an_sessions', 'an_session_hist', 'an_purchases', 'an_steps', 'an_cohort_hist', 'an_onb_hist', 'an_flag_hist',
-  'an_rev_hist',
-];
-
-export interface FoldResult {
-  folded: number;
-  watermark: number;
-}
-
-/**
- * The first read of an event after a checkpoint sets its page's hint bits, and with data checksums
- * (PostgreSQL 18's default) that writes a full-page image to the WAL: after a backlog, most of the
- * pages the fold reads. Compressing those images (the embedded server's wal_compression, chosen for
- * ingestion) took twice the time of writing them as they are (measured: a 500,000-event chunk read
- * 7.3 s vs 3.4 s, against 0.6 s for pages already hinted). The rollups are unlogged, so these images
- * are nearly all the WAL a fold writes. Only a superuser may change the setting; on another role
- * the statement sets nothing and the server's own applies.
- */
-const WAL_UNCOMPRESSED = `SELECT set_config('wal_compression', 'off', true) WHERE current_setting('is_superuser') = 'on'`;
-
-/** foldPart's "every partition" value. */
-const ALL = -1;
-
-/**
+ * The fold runs as device partitions in parallel, one thread, transaction and connection each
+ * (fold-workers.ts); an_rollup_state has one row (watermark) per partition (migration 012). A
+ * device's partition is the stable hash PostgreSQL's own hash partitioning uses, modulo the
+ * partition count (fold-sql.ts partOf).
+ *
  * `parts`: the configured partition count (ANALYTICS_FOLD_PARTITIONS); `parallelMin`: rounds of
- * fewer seqs fold all partitions in one transaction (ANALYTICS_FOLD_PARALLEL_MIN); `workMemMb`: the
- * fold transactions' work_mem (ANALYTICS_FOLD_WORK_MEM_MB).
+ * fewer seqs fold all partitions in one transaction (ANALYTICS_FOLD_PARALLEL_MIN); `profile`
+ * receives the time of each step of a fold (bench:analytics-fold-profile).
  */
-export function createRollupStore(db: Db, { parts, parallelMin, workMemMb }: { parts: number; parallelMin: number; workMemMb: number }) {
-  /**
-   * The fold's sorts and hash tables over a chunk fit in memory instead of spilling to disk. Hash
-   * tables may take 4 x work_mem: the planner sizes an array_agg group at 8 kB (its real size is
-   * tens of bytes) and spilled the fold's hash aggregates from about 30,000 groups on.
-   */
-  const memory = async (tx: Queryable) => {
-    await tx.query(`SELECT set_config('work_mem', $1, true), set_config('hash_mem_multiplier', '4', true)`, [`${Math.trunc(workMemMb)}MB`]);
-  };
-
+export function createRollupStore(
+  db: Db,
+  { workers, parts, parallelMin, profile }: { workers: FoldWorkers; parts: number; parallelMin: number; profile?: FoldProfile },
+) {
   /**
    * Every app gets its rollup timezone recorded the first time the fold meets it. Returns the
    * timezone most apps use: the fold's transactions take it as theirs (stageSql).
@@ -76,36 +36,6 @@ SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_
 ON CONFLICT (app_id) DO NOTHING`);
     const { rows } = await q.query<{ zone: string }>(`SELECT timezone AS zone FROM an_app_state GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
     return rows[0]?.zone ?? 'UTC';
-  }
-
-  /**
-   * Folds partition `part` of `n` (or, with `ALL`, every partition, provided they share one
-   * watermark): its events in seq (its watermark, to], in one transaction. Null when `ALL` finds the
-   * watermarks apart.
-   */
-  async function foldPart(part: number, n: number, to: number, zone: string, lookUpAll = false): Promise<FoldResult | null> {
-    return withTx(db, async (tx) => {
-      const { rows } = await tx.query<{ watermark: number }>(
-        `SELECT watermark FROM an_rollup_state WHERE id = $1 OR $1 = ${ALL} ORDER BY id FOR UPDATE`, [part]);
-      const from = Number(rows[0].watermark);
-      if (rows.some((r) => Number(r.watermark) !== from)) return null;
-      if (from >= to) return { folded: 0, watermark: from };
-      // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
-      await tx.query(`SET LOCAL synchronous_commit = off`);
-      await memory(tx);
-      // The partitions already keep every core busy: parallel workers for the staging read (the
-      // partition filter makes the planner expect few rows) only competed with them.
-      await tx.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
-      await tx.query(WAL_UNCOMPRESSED);
-      // Each partition reads the range itself: a shared staging table read once measured slower
-      // (its write is serial; the two reads run in parallel).
-      const mine = part === ALL ? '' : ` AND ${partOf('e.anon_id', n)} = ${part}`;
-      const folded = await foldEvents(tx, { where: `e.seq > ${from} AND e.seq <= ${to}${mine}`, zone }, { lookUpAll, exact: lookUpAll });
-      await tx.query(`
-UPDATE an_rollup_state SET watermark = $1, folded_at = now(), events_folded = events_folded + CASE WHEN id = greatest($3, 0) THEN $2 ELSE 0 END
- WHERE id = $3 OR $3 = ${ALL}`, [to, folded, part]);
-      return { folded, watermark: to };
-    });
   }
 
   /**
@@ -128,22 +58,6 @@ INSERT INTO an_rollup_state (id, watermark, folded_at) SELECT g, $2, now() FROM 
 ON CONFLICT (id) DO NOTHING`, [parts, locked[0]]);
       return Array.from({ length: parts }, () => locked[0]);
     });
-  }
-
-  /** Runs the `n` partitions' folds up to `to` in parallel. */
-  async function foldParts(n: number, to: number, zone: string): Promise<FoldResult> {
-    const all = Array.from({ length: n }, (_, p) => p);
-    const settled = await Promise.allSettled(all.map((p) => foldPart(p, n, to, zone)));
-    const results: FoldResult[] = [];
-    for (const [p, r] of settled.entries()) {
-      if (r.status === 'fulfilled') results.push(r.value!);
-      else if (isConflict(r.reason)) results.push((await foldPart(p, n, to, zone, true))!);
-      else throw r.reason;
-    }
-    return {
-      folded: results.reduce((n, r) => n + r.folded, 0),
-      watermark: Math.min(...results.map((r) => r.watermark)),
-    };
   }
 
   return {
@@ -188,13 +102,12 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
       const lo = Math.min(...marks);
       if (lo >= upper) return { folded: 0, watermark: lo };
       const to = Math.min(upper, lo + chunk);
-      // A small round (the steady state) costs each partition its fixed per-statement overhead and
-      // a read of every event of the round: one transaction folds it for all partitions.
       if (to - lo < parallelMin && marks.every((w) => w === lo)) {
-        const r = await foldPart(ALL, marks.length, to, zone).catch((e) => (isConflict(e) ? foldPart(ALL, marks.length, to, zone, true) : Promise.reject(e)));
+        const r = await workers.together(to, zone, profile);
         if (r) return r;
       }
-      return foldParts(marks.length, to, zone);
+      const folded = await workers.round(marks, to, zone, profile);
+      return { folded, watermark: Math.min(...(await watermarks())) };
     },
 
     /**
@@ -223,23 +136,9 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
       return rows;
     },
 
-    /**
-     * Rebuilds one app's rollups from its raw events up to each partition's watermark, in one
-     * transaction (holding every partition's state row): readers keep the old numbers until the
-     * new ones commit.
-     */
-    async rebuildApp(appId: string, timezone: string): Promise<number> {
-      return withTx(db, async (tx) => {
-        const { rows } = await tx.query<{ id: number; watermark: number }>(`SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`);
-        const wm = `CASE ${partOf('e.anon_id', rows.length)} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
-        await memory(tx);
-        await tx.query(WAL_UNCOMPRESSED);
-        await tx.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
-        for (const t of ROLLUP_TABLES) await tx.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
-        // The app's rows were just deleted: every session is new (no look-ups; no retry either, so grouped exactly).
-        const where = `e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}`;
-        return foldEvents(tx, { where, zone: timezone }, { lookUpAll: false, exact: true });
-      });
+    /** Rebuilds one app's rollups with `timezone` (fold-round.ts rebuildApp). */
+    rebuildApp(appId: string, timezone: string, chunk: number): Promise<number> {
+      return workers.rebuild(appId, timezone, chunk, profile);
     },
 
     /** Purchases stored before their currency had a rate get converted once one exists; their amounts enter the revenue histogram. */
@@ -262,3 +161,4 @@ ${ADD_TO_REVENUE_CELL}`);
 }
 
 export type RollupStore = ReturnType<typeof createRollupStore>;
+export type { FoldResult };
