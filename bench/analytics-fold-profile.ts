@@ -7,7 +7,7 @@
 // event (the fold job's throughput itself is measured by bench:analytics).
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createFoldWorkers } from '../src/modules/analytics/fold-workers.js';
+import { createFoldWorkers } from '../src/modules/analytics/fold/workers.js';
 import { createRollupStore } from '../src/modules/analytics/store.js';
 import { client, createTenant } from '../test/helpers/client.js';
 import { GENERATE } from './lib/analytics-data.js';

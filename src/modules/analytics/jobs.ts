@@ -28,9 +28,11 @@ const MAX_PASSES = 10;
  */
 export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize: number; catchUpMin: number; writerWaitMs?: number }) {
   let running: Promise<RunResult> | null = null;
-  // Events folded by this process since its last ANALYZE of the rollups, and in total then.
+  // Events folded since the last ANALYZE of the rollups, and in total then. A process starts from the
+  // stored total: counting from zero, a process started on a big database analyzed every 50,000
+  // events (1.4 s each at 10M events, every 2.5 s at 20,000 events/s).
   let sinceAnalyze = 0;
-  let atAnalyze = 0;
+  let atAnalyze: number | null = null;
 
   /** Waits until none of `writers` is open; false once `deadline` passes first. */
   async function ended(writers: { pid: number; xact_start: string }[], deadline: number): Promise<boolean> {
@@ -65,7 +67,9 @@ export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs 
       await store.analyze();
     }
     let folded = 0;
-    let watermark = (await store.state()).watermark;
+    const state = await store.state();
+    atAnalyze ??= Number(state.events_folded);
+    let watermark = state.watermark;
     let reached = false;
     for (let pass = 0; pass < MAX_PASSES; pass++) {
       const upper = await safeUpper();

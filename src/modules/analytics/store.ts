@@ -1,10 +1,10 @@
 import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
 import { summarizeNewEvents } from '../ingest/store.js';
-import type { FoldResult } from './fold-round.js';
-import { ADD_TO_REVENUE_CELL, revenueDelta, ROLLUP_TABLES } from './fold-sql.js';
-import type { FoldWorkers } from './fold-workers.js';
-import type { FoldProfile } from './fold.js';
+import type { FoldResult } from './fold/round.js';
+import { ADD_TO_REVENUE_CELL, revenueDelta, ROLLUP_TABLES } from './fold/sql.js';
+import type { FoldWorkers } from './fold/workers.js';
+import type { FoldProfile } from './fold/bucket.js';
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but

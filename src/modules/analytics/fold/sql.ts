@@ -1,5 +1,5 @@
-import type { Queryable } from '../../db/pool.js';
-import { FUNNELS } from './funnels.js';
+import type { Queryable } from '../../../db/pool.js';
+import { FUNNELS } from '../funnels.js';
 
 /**
  * The fold's SQL (fold.ts and store.ts run it). The fold reads a round's events with one COPY,

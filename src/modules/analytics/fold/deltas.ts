@@ -1,5 +1,5 @@
-import { CopyWriter } from '../../db/copy.js';
-import type { RoundDicts } from './fold-batch.js';
+import { CopyWriter } from '../../../db/copy-writer.js';
+import type { RoundDicts } from './events.js';
 
 /**
  * The histogram changes one partition's fold collects (cell -> summed change), written to the

@@ -1,16 +1,16 @@
-import { copyIn } from '../../db/copy.js';
-import type { Conn } from '../../db/pool.js';
-import type { Bucket, RoundDicts } from './fold-batch.js';
-import { Deltas, type DeltaTable } from './fold-deltas.js';
-import { foldDevices, type DevicePass } from './fold-devices.js';
-import { findSessions, foldSessions, groupSessions, probeKeys } from './fold-sessions.js';
+import { copyIn } from '../../../db/copy.js';
+import type { Conn } from '../../../db/pool.js';
+import type { Bucket, RoundDicts } from './events.js';
+import { Deltas, type DeltaTable } from './deltas.js';
+import { foldDevices, type DevicePass } from './devices.js';
+import { findSessions, foldSessions, groupSessions, probeKeys } from './sessions.js';
 import {
   APPLY_HIST_DELTAS, CREATE_HIST_DELTAS, deltaCopy, DEVICE_INSERT, DEVICE_UPDATE_COPY, DEVICE_UPDATE_TEMP, DROP_HIST_DELTAS, FOLD_TEMPS,
   INSERT_PURCHASES, MERGE_STEPS, MOVE_DEVICES, MOVED_COPY, MOVED_TEMP, PURCHASES_COPY, PURCHASES_TEMP, SESSION_INSERT, SESSION_WIDEN_COPY,
   SESSION_WIDEN_TEMP, STEPS_COPY, STEPS_INSERT, STEPS_TEMP, UPDATE_DEVICES, WIDEN_SESSIONS,
-} from './fold-sql.js';
-import { loadDeviceStates } from './fold-state.js';
-import { bumpAppVersions } from './funnel-store.js';
+} from './sql.js';
+import { loadDeviceStates } from './state.js';
+import { bumpAppVersions } from '../funnel-store.js';
 
 /**
  * The fold of one bucket (a fold partition's events of a round, or an app's events in a rebuild)

@@ -1,11 +1,12 @@
-import { copyIn, copyOut, CopyWriter, readInt64 } from '../../db/copy.js';
-import type { Conn } from '../../db/pool.js';
-import type { Bucket, RoundDicts } from './fold-batch.js';
-import type { Deltas } from './fold-deltas.js';
-import type { DevicePass } from './fold-devices.js';
-import { orderByPrefix } from './fold-devices.js';
-import type { DeviceStates } from './fold-state.js';
-import { FIND_SESSIONS, SESSION_PROBE_TEMP } from './fold-sql.js';
+import { copyIn, copyOut, readInt64 } from '../../../db/copy.js';
+import { CopyWriter } from '../../../db/copy-writer.js';
+import type { Conn } from '../../../db/pool.js';
+import type { Bucket, RoundDicts } from './events.js';
+import type { Deltas } from './deltas.js';
+import type { DevicePass } from './devices.js';
+import { orderByPrefix } from './order.js';
+import type { DeviceStates } from './state.js';
+import { FIND_SESSIONS, SESSION_PROBE_TEMP } from './sql.js';
 
 /**
  * The session pass of a partition's fold. A session is one row per session id (a distinct count

@@ -1,5 +1,6 @@
-import { copyOut, CopyWriter, readCopyPayload, readInt64, type CopyRow } from '../../db/copy.js';
-import type { Conn } from '../../db/pool.js';
+import { copyOut, readCopyPayload, readInt64, type CopyRow } from '../../../db/copy.js';
+import { CopyWriter } from '../../../db/copy-writer.js';
+import type { Conn } from '../../../db/pool.js';
 import { KeyTable } from './key-table.js';
 
 /**

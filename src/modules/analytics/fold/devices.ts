@@ -1,16 +1,18 @@
-import { CopyWriter } from '../../db/copy.js';
-import type { Bucket, RoundDicts } from './fold-batch.js';
-import type { Deltas } from './fold-deltas.js';
-import { parsePurchase, writePurchase } from './fold-purchases.js';
-import { FLAG } from './fold-sql.js';
-import type { DeviceStates } from './fold-state.js';
+import { CopyWriter } from '../../../db/copy-writer.js';
+import type { Deltas } from './deltas.js';
+import type { Bucket, RoundDicts } from './events.js';
+import { grow, orderByPrefix, sortInts } from './order.js';
+import { parsePurchase, writePurchase } from './purchases.js';
+import { FLAG } from './sql.js';
+import type { DeviceStates } from './state.js';
+import { StepRows } from './steps.js';
 
 /**
  * The device pass of a partition's fold: each device's events of the batch merged into its
  * stored state (first event, active days with their flags, last event and session), with the
  * histogram changes that follow (active users, users with a flag, new-user cohorts), its funnel
- * step times and its purchases. Pure computation over the batch's columns; fold.ts writes the
- * returned rows.
+ * step times (steps.ts) and its purchases. Pure computation over the batch's columns; bucket.ts
+ * writes the returned rows.
  *
  * Histograms: a device-day counts in the active-user histogram under its gap to the device's
  * previous active day (FIRST_GAP on its first). Adding a day d changes the gaps of d and of the
@@ -23,8 +25,6 @@ import type { DeviceStates } from './fold-state.js';
 const FIRST_GAP = 100000;
 const NONE = -2147483648;
 const FLAG_BITS = 6;
-/** At most this many timestamps per device, event and day are kept for funnels. */
-const STEP_TIMES = 20;
 
 export interface DevicePass {
   /** Per device: platform and country after the batch (codes, -1: NULL), and their histogram segment. */
@@ -43,27 +43,6 @@ export interface DevicePass {
   storedSteps: CopyWriter;
   /** an_pu rows: the batch's purchases with their device's platform and country. */
   purchases: CopyWriter;
-}
-
-/**
- * 0..n-1 ordered by the top 16 bits of `prefix(i)` (a 32-bit number), a counting sort: rows then
- * go into their index in key order at the granularity of its leaf pages, which is what keeps
- * consecutive inserts on cached pages (measured: inserts in key order 2.7 µs a row, in hash
- * order 5.5 µs at 4.6M rows). `rotation` starts the order elsewhere in the key space: partitions
- * inserting into one index at the same time then work on different pages.
- */
-export function orderByPrefix(n: number, prefix: (i: number) => number, rotation = 0): Int32Array {
-  const top = new Uint16Array(n);
-  const count = new Int32Array(65537);
-  for (let i = 0; i < n; i++) {
-    const t = ((prefix(i) >>> 16) + rotation) & 0xffff;
-    top[i] = t;
-    count[t + 1]++;
-  }
-  for (let t = 0; t < 65536; t++) count[t + 1] += count[t];
-  const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) order[count[top[i]]++] = i;
-  return order;
 }
 
 export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, deltas: Deltas, isStep: Uint8Array, trialName: number): DevicePass {
@@ -91,31 +70,16 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     return false;
   };
 
-  const out: DevicePass = {
+  const out: Omit<DevicePass, 'steps' | 'storedSteps'> = {
     plat: new Int32Array(D), ctry: new Int32Array(D), seg: new Int32Array(D), moved: 0,
-    updates: new CopyWriter(D * 160), inserts: new CopyWriter(D * 160), movedRows: new CopyWriter(),
-    steps: new CopyWriter(n * 40), storedSteps: new CopyWriter(), purchases: new CopyWriter(b.purchases.length * 300),
+    updates: new CopyWriter(D * 160), inserts: new CopyWriter(D * 160), movedRows: new CopyWriter(), purchases: new CopyWriter(b.purchases.length * 300),
   };
 
-  // Scratch, grown as needed: the device's batch days (packed day x 64 + flags), merged days, step events.
+  // Scratch, grown as needed: the device's batch days (packed day x 64 + flags) and merged days.
   let bd: Int32Array = new Int32Array(64);
   let md: Int32Array = new Int32Array(128);
-  let stepName: Int32Array = new Int32Array(64);
-  let stepDay: Int32Array = new Int32Array(64);
-  let stepTs: Float64Array = new Float64Array(64);
-  let order: Int32Array = new Int32Array(64);
   const minGain = new Int32Array(FLAG_BITS);
-
-  // New funnel-step rows, written after the pass in key order (event name, day, device).
-  let nsDev: Int32Array = new Int32Array(1024);
-  let nsName: Int32Array = new Int32Array(1024);
-  let nsDay: Int32Array = new Int32Array(1024);
-  let nsFrom: Int32Array = new Int32Array(1024);
-  let nsLen: Int32Array = new Int32Array(1024);
-  let nsCount = 0;
-  let nsTs: Float64Array = new Float64Array(1024);
-  let nsUsed = 0;
-  let minStepDay = 2147483647;
+  const steps = new StepRows(b, dicts);
 
   const active = (list: Int32Array, from: number, to: number, start: number, seg: number, sign: number) => {
     let prev = NONE;
@@ -156,7 +120,6 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     let fTs = Infinity;
     let lTs = -Infinity;
     let k = 0;
-    let ns = 0;
     for (let i = head[d]; i >= 0; i = nxt[i]) {
       const t = ts[i];
       if (t < fTs || (t === fTs && eidLess(i, fEv))) {
@@ -166,25 +129,8 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
       if (t > lTs) lTs = t;
       if (k === bd.length) bd = grow(bd);
       bd[k++] = day[i] * 64 + flag[i];
-      const trial = (flag[i] & FLAG.trial) !== 0;
-      if (isStep[name[i]] === 1 || trial) {
-        if (ns + 2 > stepName.length) {
-          stepName = grow(stepName);
-          stepDay = grow(stepDay);
-          stepTs = growF(stepTs);
-          order = grow(order);
-        }
-        if (isStep[name[i]] === 1) {
-          stepName[ns] = name[i];
-          stepDay[ns] = day[i];
-          stepTs[ns++] = t;
-        }
-        if (trial) {
-          stepName[ns] = trialName;
-          stepDay[ns] = day[i];
-          stepTs[ns++] = t;
-        }
-      }
+      if (isStep[name[i]] === 1) steps.add(name[i], day[i], t);
+      if (flag[i] & FLAG.trial) steps.add(trialName, day[i], t);
     }
     // The last session: of the events at the device's latest time, the smallest session id.
     let ls = -1;
@@ -299,50 +245,8 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
       text(out.movedRows, ctry);
     }
 
-    // 6. Funnel steps: per event name and day, the earliest STEP_TIMES times.
-    if (ns === 0) continue;
-    for (let e = 0; e < ns; e++) order[e] = e;
-    sortSteps(order, ns, stepName, stepDay, stepTs);
-    for (let g = 0; g < ns; ) {
-      let e = g + 1;
-      while (e < ns && stepName[order[e]] === stepName[order[g]] && stepDay[order[e]] === stepDay[order[g]]) e++;
-      const sDay = stepDay[order[g]];
-      const cnt = Math.min(STEP_TIMES, e - g);
-      if (nsUsed + cnt > nsTs.length) nsTs = growF(nsTs, nsUsed + cnt);
-      for (let y = 0; y < cnt; y++) nsTs[nsUsed + y] = stepTs[order[g + y]];
-      if (existed && hasDay(old, oFrom, oTo, sDay)) {
-        // The row may be stored: merged by an upsert.
-        out.storedSteps.row(7).raw(ae.head3).raw(nameFields[stepName[order[g]]]).date(sDay).uuid(keys, d * 16).tsArray(nsTs, nsUsed, nsUsed + cnt);
-      } else {
-        if (nsCount === nsDev.length) {
-          nsDev = grow(nsDev);
-          nsName = grow(nsName);
-          nsDay = grow(nsDay);
-          nsFrom = grow(nsFrom);
-          nsLen = grow(nsLen);
-        }
-        nsDev[nsCount] = d;
-        nsName[nsCount] = stepName[order[g]];
-        nsDay[nsCount] = sDay;
-        nsFrom[nsCount] = nsUsed;
-        nsLen[nsCount++] = cnt;
-        nsUsed += cnt;
-        if (sDay < minStepDay) minStepDay = sDay;
-      }
-      g = e;
-    }
-  }
-
-  // New step rows in key order: event name (byte order), day, device.
-  const names = dicts.names.list;
-  const rank = new Int32Array(names.length);
-  names.map((s, c) => [s, c] as const).sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0)).forEach(([, c], r) => (rank[c] = r));
-  const stepOrder = orderByPrefix(nsCount, (x) => ((rank[nsName[x]] & 63) * 1024 + Math.min(1023, nsDay[x] - minStepDay)) * 65536, b.rotation);
-  for (let y = 0; y < nsCount; y++) {
-    const r = stepOrder[y];
-    const d = nsDev[r];
-    out.steps.row(7).raw(dicts.appEnvs[b.devices.tags[d]].head3).raw(nameFields[nsName[r]]).date(nsDay[r])
-      .uuid(keys, d * 16).tsArray(nsTs, nsFrom[r], nsFrom[r] + nsLen[r]);
+    // 6. Funnel steps.
+    steps.endDevice(d, ae, (sDay) => existed && hasDay(old, oFrom, oTo, sDay));
   }
 
   // Purchases, with their device's platform and country after the batch.
@@ -353,9 +257,10 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     text(w, out.plat[d]);
     text(w, out.ctry[d]);
   });
-  return out;
+  return { ...out, steps: steps.fresh(b.rotation), storedSteps: steps.stored };
 }
 
+/** Retention bits of a device: first day + 1, 3, 7, 14, 30, 60 and 90 active (bits 0 to 6). */
 function retBit(offset: number): number {
   switch (offset) {
     case 1: return 1;
@@ -366,42 +271,6 @@ function retBit(offset: number): number {
     case 60: return 32;
     case 90: return 64;
     default: return 0;
-  }
-}
-
-/** Sorts a[0..n) ascending: insertion sort for the few days of a device, the built-in sort beyond. */
-function sortInts(a: Int32Array, n: number): void {
-  if (n > 32) {
-    a.subarray(0, n).sort();
-    return;
-  }
-  for (let i = 1; i < n; i++) {
-    const v = a[i];
-    let j = i - 1;
-    while (j >= 0 && a[j] > v) {
-      a[j + 1] = a[j];
-      j--;
-    }
-    a[j + 1] = v;
-  }
-}
-
-/** Sorts the step indexes order[0..n) by event name, day and time. */
-function sortSteps(order: Int32Array, n: number, nm: Int32Array, dy: Int32Array, t: Float64Array): void {
-  const less = (x: number, y: number) => nm[x] < nm[y] || (nm[x] === nm[y] && (dy[x] < dy[y] || (dy[x] === dy[y] && t[x] < t[y])));
-  if (n > 32) {
-    const sorted = Array.from(order.subarray(0, n)).sort((x, y) => (less(x, y) ? -1 : less(y, x) ? 1 : 0));
-    order.set(sorted);
-    return;
-  }
-  for (let i = 1; i < n; i++) {
-    const v = order[i];
-    let j = i - 1;
-    while (j >= 0 && less(v, order[j])) {
-      order[j + 1] = order[j];
-      j--;
-    }
-    order[j + 1] = v;
   }
 }
 
@@ -416,16 +285,4 @@ function hasDay(list: Int32Array, from: number, to: number, dd: number): boolean
     else hi = mid - 1;
   }
   return false;
-}
-
-function grow(a: Int32Array): Int32Array {
-  const b = new Int32Array(a.length * 2);
-  b.set(a);
-  return b;
-}
-
-function growF(a: Float64Array, min = 0): Float64Array {
-  const b = new Float64Array(Math.max(a.length * 2, min));
-  b.set(a);
-  return b;
 }

@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { parentPort, workerData } from 'node:worker_threads';
-import '../../db/pool.js';
-import { Bucket, EventReader, RoundDicts } from './fold-batch.js';
-import { advanceState, foldTogether, lockState, prepareFold, readInto, rebuildApp } from './fold-round.js';
-import { funnelEventNames } from './fold-sql.js';
-import { foldBucket } from './fold.js';
-import type { FoldReply, FoldRequest, WorkerConfig } from './fold-workers.js';
+import '../../../db/pool.js';
+import { Bucket, EventReader, RoundDicts } from './events.js';
+import { advanceState, foldTogether, lockState, prepareFold, readInto, rebuildApp } from './round.js';
+import { funnelEventNames } from './sql.js';
+import { foldBucket } from './bucket.js';
+import type { FoldReply, FoldRequest, WorkerConfig } from './workers.js';
 
 /**
  * A fold partition's thread (fold-workers.ts): on its own connection it reads its share of a

@@ -1,7 +1,8 @@
-import { copyIn, copyOut, CopyWriter, readInt64 } from '../../db/copy.js';
-import type { Conn } from '../../db/pool.js';
-import type { Bucket, RoundDicts } from './fold-batch.js';
-import { DEVICE_KEYS_TEMP, LOAD_DEVICES } from './fold-sql.js';
+import { copyIn, copyOut, readInt64 } from '../../../db/copy.js';
+import { CopyWriter } from '../../../db/copy-writer.js';
+import type { Conn } from '../../../db/pool.js';
+import type { Bucket, RoundDicts } from './events.js';
+import { DEVICE_KEYS_TEMP, LOAD_DEVICES } from './sql.js';
 
 /**
  * The stored state (an_devices) of a bucket's devices, as columns by the bucket's device index.

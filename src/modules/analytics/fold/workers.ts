@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { FoldResult } from './fold-round.js';
-import type { FoldProfile } from './fold.js';
-import { eventsQuery, partOf } from './fold-sql.js';
+import type { FoldResult } from './round.js';
+import type { FoldProfile } from './bucket.js';
+import { eventsQuery, partOf } from './sql.js';
 
 /**
  * The fold's threads (fold-worker.ts), one per partition, each with its own database connection.
@@ -38,7 +38,7 @@ type Done = Extract<FoldReply, { result: FoldResult | null }>;
 // Compiled, the service runs fold-worker.js. Under tsx (tests, benches) the TypeScript source, with
 // tsx's loader registered in the thread first: Node 20 does not carry --import hooks into workers.
 const here = fileURLToPath(import.meta.url);
-const WORKER = path.join(path.dirname(here), `fold-worker${path.extname(here)}`);
+const WORKER = path.join(path.dirname(here), `worker${path.extname(here)}`);
 const startWorker = (workerData: WorkerConfig) =>
   path.extname(here) === '.ts'
     ? new Worker(`import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(pathToFileURL(WORKER).href)}); })`, { eval: true, workerData })

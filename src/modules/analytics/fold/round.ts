@@ -1,7 +1,7 @@
-import type { Conn } from '../../db/pool.js';
-import { Bucket, EventReader, RoundDicts } from './fold-batch.js';
-import { eventsQuery, funnelEventNames, partOf, ROLLUP_TABLES } from './fold-sql.js';
-import { foldBucket, type FoldProfile } from './fold.js';
+import type { Conn } from '../../../db/pool.js';
+import { Bucket, EventReader, RoundDicts } from './events.js';
+import { eventsQuery, funnelEventNames, partOf, ROLLUP_TABLES } from './sql.js';
+import { foldBucket, type FoldProfile } from './bucket.js';
 
 /**
  * The fold's transactions (run by fold-worker.ts): a partition's state row, settings and reads,

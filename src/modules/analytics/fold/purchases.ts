@@ -1,5 +1,5 @@
-import type { CopyWriter } from '../../db/copy.js';
-import { FLAG } from './fold-sql.js';
+import type { CopyWriter } from '../../../db/copy-writer.js';
+import { FLAG } from './sql.js';
 
 /**
  * A purchase event's properties as the revenue metrics read them (decisions.md section 4): kind
