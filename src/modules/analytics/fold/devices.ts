@@ -33,9 +33,9 @@ export interface DevicePass {
   seg: Int32Array;
   /** Devices whose first event moved them to another platform or country. */
   moved: number;
-  /** an_dev_upd rows (stored devices, by row address) and an_devices rows (new devices). */
-  updates: CopyWriter;
-  inserts: CopyWriter;
+  /** an_dev_upd rows (stored devices, by row address) and an_devices rows (new devices), in key order. */
+  updates: { rows: number; payload: Buffer };
+  inserts: { rows: number; payload: Buffer };
   /** an_mv rows: the moved devices' new platform and country. */
   movedRows: CopyWriter;
   /** an_steps rows of device-days not stored before (plain inserts), an_stp rows of stored ones (merged). */
@@ -70,10 +70,15 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     return false;
   };
 
-  const out: Omit<DevicePass, 'steps' | 'storedSteps'> = {
+  const out: Omit<DevicePass, 'steps' | 'storedSteps' | 'updates' | 'inserts'> = {
     plat: new Int32Array(D), ctry: new Int32Array(D), seg: new Int32Array(D), moved: 0,
-    updates: new CopyWriter(D * 160), inserts: new CopyWriter(D * 160), movedRows: new CopyWriter(), purchases: new CopyWriter(b.purchases.length * 300),
+    movedRows: new CopyWriter(), purchases: new CopyWriter(b.purchases.length * 300),
   };
+  // Device rows, written in the order of the device arrays (each device's data at hand) and sent in key order.
+  const updates = new CopyWriter(D * 160, { reorder: true });
+  const inserts = new CopyWriter(D * 160, { reorder: true });
+  const updated = new Int32Array(D);
+  const inserted = new Int32Array(D);
 
   // Scratch, grown as needed: the device's batch days (packed day x 64 + flags) and merged days.
   let bd: Int32Array = new Int32Array(64);
@@ -109,9 +114,7 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     return NONE;
   };
 
-  const devices = orderByPrefix(D, (d) => b.devices.prefix(d), b.rotation);
-  for (let x = 0; x < D; x++) {
-    const d = devices[x];
+  for (let d = 0; d < D; d++) {
     const appEnv = b.devices.tags[d];
     const ae = dicts.appEnvs[appEnv];
 
@@ -218,7 +221,9 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
 
     // 5. The device row.
     const keepLast = existed && !Number.isNaN(st.lastTs[d]) && lTs < st.lastTs[d];
-    const w = existed ? out.updates : out.inserts;
+    if (existed) updated[updates.rows] = d;
+    else inserted[inserts.rows] = d;
+    const w = existed ? updates : inserts;
     if (existed) w.row(14).tid(st.tidBlock[d], st.tidItem[d]).raw(ae.head2);
     else w.row(14).raw(ae.head3);
     w.uuid(keys, d * 16).int8(firstTs).date(firstDay);
@@ -257,7 +262,17 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     text(w, out.plat[d]);
     text(w, out.ctry[d]);
   });
-  return { ...out, steps: steps.fresh(b.rotation), storedSteps: steps.stored };
+  // New devices in key order (index locality); stored ones in the order of their addresses: each
+  // update fetches its row by address, and neighbouring rows share pages.
+  const maxBlock = st.tidBlock.reduce((m, v) => Math.max(m, v), 1);
+  const inOrder = (w: CopyWriter, prefix: (r: number) => number, rotation: number) => ({ rows: w.rows, payload: w.finishIn(orderByPrefix(w.rows, prefix, rotation)) });
+  return {
+    ...out,
+    updates: inOrder(updates, (r) => Math.floor((st.tidBlock[updated[r]] / maxBlock) * 65535) * 65536, 0),
+    inserts: inOrder(inserts, (r) => b.devices.prefix(inserted[r]), b.rotation),
+    steps: steps.fresh(b.rotation),
+    storedSteps: steps.stored,
+  };
 }
 
 /** Retention bits of a device: first day + 1, 3, 7, 14, 30, 60 and 90 active (bits 0 to 6). */

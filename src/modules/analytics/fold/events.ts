@@ -122,7 +122,8 @@ export class Bucket {
   constructor(expected: number, readonly rotation = 0) {
     const cap = Math.max(64, expected);
     this.devices = new KeyTable(Math.max(64, expected >> 2));
-    this.sessions = new KeyTable(Math.max(64, expected >> 1));
+    // Up to a session per event (the worst case): a table that grows rehashes every key.
+    this.sessions = new KeyTable(Math.max(64, expected));
     this.dev = new Int32Array(cap);
     this.sess = new Int32Array(cap);
     this.day = new Int32Array(cap);

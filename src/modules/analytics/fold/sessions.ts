@@ -119,7 +119,7 @@ export async function findSessions(tx: Conn, b: Bucket, dicts: RoundDicts, probe
 
 export interface SessionPass {
   /** an_sessions rows of new sessions, in key order. */
-  inserts: CopyWriter;
+  inserts: { rows: number; payload: Buffer };
   /** an_sw rows: stored sessions the batch widens. */
   widened: CopyWriter;
 }
@@ -127,17 +127,17 @@ export interface SessionPass {
 /**
  * New sessions enter the session histogram under their device's platform and country (after the
  * batch); a stored one the batch widens leaves its cell with its stored extent and enters the
- * widened one (its platform and country stay the stored ones).
+ * widened one (its platform and country stay the stored ones). Sessions are visited in the order
+ * of their arrays, and the new rows sent in key order (CopyWriter.finishIn).
  */
 export function foldSessions(b: Bucket, g: SessionGroups, stored: StoredSessions, pass: DevicePass, dicts: RoundDicts, deltas: Deltas): SessionPass {
   const S = b.sessions.size;
-  const out: SessionPass = { inserts: new CopyWriter(S * 180), widened: new CopyWriter() };
   const keys = b.sessions.bytes;
   const fields = dicts.strings.fields;
-  const w = out.inserts;
-  const order = orderByPrefix(S, (x) => b.sessions.prefix(x), b.rotation);
-  for (let x = 0; x < S; x++) {
-    const s = order[x];
+  const w = new CopyWriter(S * 160, { reorder: true });
+  const widened = new CopyWriter();
+  const rowSession = new Int32Array(S);
+  for (let s = 0; s < S; s++) {
     const ae = dicts.appEnvs[b.sessions.tags[s]];
     if (stored.found[s]) {
       const start = Math.min(g.start[s], stored.start[s]);
@@ -148,11 +148,12 @@ export function foldSessions(b: Bucket, g: SessionGroups, stored: StoredSessions
       const seg = deltas.seg(b.sessions.tags[s], stored.plat[s], stored.ctry[s]);
       deltas.session1(seg, stored.startDay[s], stored.endDay[s], -1, -(stored.end[s] - stored.start[s]) / 1e6);
       deltas.session1(seg, sd, ed, 1, (end - start) / 1e6);
-      out.widened.row(7).uuid(keys, s * 16).raw(ae.head2).int8(start).int8(end).date(sd).date(ed);
+      widened.row(7).uuid(keys, s * 16).raw(ae.head2).int8(start).int8(end).date(sd).date(ed);
       continue;
     }
     const d = b.dev[g.owner[s]];
     deltas.session1(pass.seg[d], g.startDay[s], g.endDay[s], 1, (g.end[s] - g.start[s]) / 1e6);
+    rowSession[w.rows] = s;
     w.row(11).raw(ae.head3).uuid(keys, s * 16).uuid(b.devices.bytes, d * 16);
     if (pass.plat[d] < 0) w.null();
     else w.raw(fields[pass.plat[d]]);
@@ -160,5 +161,6 @@ export function foldSessions(b: Bucket, g: SessionGroups, stored: StoredSessions
     else w.raw(fields[pass.ctry[d]]);
     w.int8(g.start[s]).int8(g.end[s]).date(g.startDay[s]).date(g.endDay[s]);
   }
-  return out;
+  const order = orderByPrefix(w.rows, (r) => b.sessions.prefix(rowSession[r]), b.rotation);
+  return { inserts: { rows: w.rows, payload: w.finishIn(order) }, widened };
 }
