@@ -14,7 +14,7 @@ import { bumpAppVersions } from '../funnel-store.js';
 
 /**
  * The fold of one bucket (a fold partition's events of a round, or an app's events in a rebuild)
- * into every rollup table, inside the caller's transaction (store.ts).
+ * into every rollup table, inside the caller's transaction (round.ts, worker.ts).
  */
 
 /**
@@ -114,7 +114,6 @@ async function writeDevices(tx: Conn, pass: DevicePass): Promise<void> {
   if (pass.updates.rows > 0) {
     await tx.query(DEVICE_UPDATE_TEMP);
     await copyIn(tx, DEVICE_UPDATE_COPY, pass.updates);
-    await tx.query(`ANALYZE an_dev_upd`);
     await without(tx, ['hashjoin', 'mergejoin'], UPDATE_DEVICES);
   }
   await copyIn(tx, DEVICE_INSERT, pass.inserts);
