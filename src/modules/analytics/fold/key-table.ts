@@ -23,40 +23,36 @@ export class KeyTable {
 
   /** The index of the uuid at buf[off..off+16) with `tag`; a new key gets the next index. */
   intern(buf: Uint8Array, off: number, tag: number): number {
-    const a = word(buf, off), b = word(buf, off + 4), c = word(buf, off + 8), d = word(buf, off + 12);
-    const mask = this.cap - 1;
+    const j = this.slot(buf, off, tag);
     const s = this.slots;
-    for (let i = hash(a, b, c, d, tag) & mask; ; i = (i + 1) & mask) {
-      const j = i * W;
-      const v = s[j + 5];
-      if (v === 0) {
-        const idx = this.size++;
-        if (idx >= this.tags.length) this.growKeys();
-        this.bytes.set(buf.subarray(off, off + 16), idx * 16);
-        this.tags[idx] = tag;
-        s[j] = a;
-        s[j + 1] = b;
-        s[j + 2] = c;
-        s[j + 3] = d;
-        s[j + 4] = tag;
-        s[j + 5] = idx + 1;
-        if (this.size * 10 > this.cap * 7) this.rehash();
-        return idx;
-      }
-      if (s[j] === a && s[j + 1] === b && s[j + 2] === c && s[j + 3] === d && s[j + 4] === tag) return v - 1;
-    }
+    if (s[j + 5] !== 0) return s[j + 5] - 1;
+    const idx = this.size++;
+    if (idx >= this.tags.length) this.growKeys();
+    for (let k = 0; k < 16; k++) this.bytes[idx * 16 + k] = buf[off + k];
+    this.tags[idx] = tag;
+    s[j] = word(buf, off);
+    s[j + 1] = word(buf, off + 4);
+    s[j + 2] = word(buf, off + 8);
+    s[j + 3] = word(buf, off + 12);
+    s[j + 4] = tag;
+    s[j + 5] = idx + 1;
+    if (this.size * 10 > this.cap * 7) this.rehash();
+    return idx;
   }
 
   /** The index of a key, or -1. */
   find(buf: Uint8Array, off: number, tag: number): number {
+    return this.slots[this.slot(buf, off, tag) + 5] - 1;
+  }
+
+  /** Where the key is in `slots`, or the empty slot where it would go. */
+  private slot(buf: Uint8Array, off: number, tag: number): number {
     const a = word(buf, off), b = word(buf, off + 4), c = word(buf, off + 8), d = word(buf, off + 12);
     const mask = this.cap - 1;
     const s = this.slots;
     for (let i = hash(a, b, c, d, tag) & mask; ; i = (i + 1) & mask) {
       const j = i * W;
-      const v = s[j + 5];
-      if (v === 0) return -1;
-      if (s[j] === a && s[j + 1] === b && s[j + 2] === c && s[j + 3] === d && s[j + 4] === tag) return v - 1;
+      if (s[j + 5] === 0 || (s[j] === a && s[j + 1] === b && s[j + 2] === c && s[j + 3] === d && s[j + 4] === tag)) return j;
     }
   }
 
