@@ -152,7 +152,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   if (config.runsWorkers) exportJobs.startBackground();
 
   // Analytics: a self-rescheduling fold job feeds the rollups the dashboard endpoints read.
-  // Its rounds run in one thread per partition, on their own connections (fold-workers.ts).
+  // Its rounds run in one thread per partition, on their own connections (fold/workers.ts).
   const foldWorkers = createFoldWorkers({ databaseUrl, tempBuffersMb: config.foldTempBuffersMb, workMemMb: config.foldWorkMemMb });
   const rollups = createRollupRunner({
     store: createRollupStore(db, { workers: foldWorkers, parts: config.foldPartitions, parallelMin: config.foldParallelMin }),

@@ -7,13 +7,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 
+/** CPU time (ms) of the exited children a process has waited for. */
+function reapedCpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[13]) + Number(f[14])) * (1000 / 100);
+}
+
 /** CPU time (user + system, ms) a process has used so far: per-request cost that the machine's load does not distort much. */
 export function cpuMs(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) * (1000 / 100);
 }
 
-/** CPU time (ms) of a process's descendants (e.g. the embedded PostgreSQL's postmaster and backends), itself excluded. */
+/**
+ * CPU time (ms) of a process's descendants (e.g. the embedded PostgreSQL's postmaster and backends),
+ * itself excluded, with what their own exited children used (a backend whose connection closed).
+ */
 export function descendantsCpuMs(pid: number): number {
   const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   const children = new Map<number, number[]>();
@@ -31,7 +40,7 @@ export function descendantsCpuMs(pid: number): number {
   while (stack.length) {
     const p = stack.pop()!;
     try {
-      total += cpuMs(p);
+      total += cpuMs(p) + reapedCpuMs(p);
     } catch {
       /* exited meanwhile */
     }

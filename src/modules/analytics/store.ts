@@ -13,9 +13,9 @@ import type { FoldProfile } from './fold/bucket.js';
 
 /**
  * The fold runs as device partitions in parallel, one thread, transaction and connection each
- * (fold-workers.ts); an_rollup_state has one row (watermark) per partition (migration 012). A
+ * (fold/workers.ts); an_rollup_state has one row (watermark) per partition (migration 012). A
  * device's partition is the stable hash PostgreSQL's own hash partitioning uses, modulo the
- * partition count (fold-sql.ts partOf).
+ * partition count (fold/sql.ts partOf).
  *
  * `parts`: the configured partition count (ANALYTICS_FOLD_PARTITIONS); `parallelMin`: rounds of
  * fewer seqs fold all partitions in one transaction (ANALYTICS_FOLD_PARALLEL_MIN); `profile`
@@ -27,7 +27,7 @@ export function createRollupStore(
 ) {
   /**
    * Every app gets its rollup timezone recorded the first time the fold meets it. Returns the
-   * timezone most apps use: the fold's transactions take it as theirs (stageSql).
+   * timezone most apps use: the fold's transactions take it as theirs (fold/sql.ts eventsQuery).
    */
   async function registerApps(q: Queryable): Promise<string> {
     await q.query(`
@@ -142,7 +142,7 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
       return rows;
     },
 
-    /** Rebuilds one app's rollups with `timezone` (fold-round.ts rebuildApp). */
+    /** Rebuilds one app's rollups with `timezone` (fold/round.ts rebuildApp). */
     rebuildApp(appId: string, timezone: string, chunk: number): Promise<number> {
       return workers.rebuild(appId, timezone, chunk, profile);
     },

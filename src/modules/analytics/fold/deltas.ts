@@ -3,7 +3,7 @@ import type { RoundDicts } from './events.js';
 
 /**
  * The histogram changes one partition's fold collects (cell -> summed change), written to the
- * delta tables at the end (fold-sql.ts APPLY_HIST_DELTAS adds them to the cells in key order).
+ * delta tables at the end (sql.ts APPLY_HIST_DELTAS adds them to the cells in key order).
  *
  * A cell's segment (app environment, platform, country; NULL counts as 'unknown') is interned
  * first; the rest of the cell key is packed with it into one number (all parts are small

@@ -116,7 +116,7 @@ export class Bucket {
   readonly purchaseProps: Buffer[] = [];
 
   /**
-   * @param rotation where this bucket's ordered inserts start in the key space (fold-devices.ts
+   * @param rotation where this bucket's ordered inserts start in the key space (devices.ts
    * orderByPrefix): partitions folding at the same time then insert into different index pages.
    */
   constructor(expected: number, readonly rotation = 0) {
@@ -160,13 +160,13 @@ export class Bucket {
   }
 }
 
-/** Columns of EVENT_COLUMNS, in order. */
+/** Columns of sql.ts eventsQuery, in order. */
 const enum C { Seq, Part, Tenant, App, Env, EventId, Name, Ts, Day, Anon, Session, Platform, Country, Flag, Props }
 
 /**
- * Reads events (fold-sql.ts eventsQuery: the columns above) into the bucket of partition `part`.
+ * Reads events (sql.ts eventsQuery: the columns above) into the bucket of partition `part`.
  * An event of another partition is kept as its raw COPY row in `foreign[its partition]`, to be
- * forwarded to that partition's reader (fold-workers.ts): each partition's thread reads a share of
+ * forwarded to that partition's reader (workers.ts): each partition's thread reads a share of
  * the round's seq range and parses only its own events. An event at or below `skipUpTo` (events this
  * partition already folded) is left out.
  */

@@ -4,7 +4,7 @@ import { eventsQuery, funnelEventNames, partOf, ROLLUP_TABLES } from './sql.js';
 import { foldBucket, type FoldProfile } from './bucket.js';
 
 /**
- * The fold's transactions (run by fold-worker.ts): a partition's state row, settings and reads,
+ * The fold's transactions (run by worker.ts): a partition's state row, settings and reads,
  * a small round of every partition, and the rebuild of one app.
  * The fold runs as device partitions (migration 012); an_rollup_state has one row (watermark) per
  * partition: every event of the partition's devices up to it is folded.

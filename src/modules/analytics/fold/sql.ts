@@ -2,8 +2,8 @@ import type { Queryable } from '../../../db/pool.js';
 import { FUNNELS } from '../funnels.js';
 
 /**
- * The fold's SQL (fold.ts and store.ts run it). The fold reads a round's events with one COPY,
- * groups and merges them in JavaScript (fold-devices.ts, fold-sessions.ts), and writes rows back
+ * The fold's SQL (bucket.ts, round.ts, state.ts and sessions.ts run it). The fold reads a round's events with one COPY,
+ * groups and merges them in JavaScript (devices.ts, sessions.ts), and writes rows back
  * with COPY into the rollup tables or into temp tables that one statement each then applies.
  */
 
@@ -15,7 +15,7 @@ const DEFAULT_FUNNEL_EVENTS = [...new Set(Object.values(FUNNELS).flatMap((steps)
 const IS_TRIAL = `(jsonb_typeof(p.props->'is_trial') = 'boolean' AND p.props->>'is_trial' = 'true')`;
 
 /**
- * The events matching `where` (a seq range, or one app for a rebuild) as fold-batch.ts reads
+ * The events matching `where` (a seq range, or one app for a rebuild) as events.ts reads
  * them: seq, fold partition (`part`, an SQL expression), keys, name, time, day in the app's rollup
  * timezone, device, session, platform, country, flag bits, and the properties of purchases. Only
  * consented events enter analytics. Events of apps in `zone` take the plain date cast, which the
@@ -68,7 +68,7 @@ SELECT DISTINCT st->>'event' AS e FROM app_settings s
   return [...new Set([...DEFAULT_FUNNEL_EVENTS, ...rows.map((r) => r.e)])];
 }
 
-// --- Devices (fold-state.ts, fold-devices.ts) ---
+// --- Devices (state.ts, devices.ts) ---
 
 export const DEVICE_KEYS_TEMP = `CREATE TEMP TABLE an_keys (anon_id uuid, app_id uuid, environment text) ON COMMIT DROP`;
 
@@ -79,7 +79,7 @@ SELECT d.ctid, d.anon_id, d.app_id, d.environment, d.tenant_id, d.first_ts, d.fi
 
 const DEVICE_STATE = 'first_ts, first_day, platform, country, ret_mask, onb_day, last_day, last_ts, last_session, days';
 
-/** COPY target of new devices (fold-devices.ts writes the columns in this order). */
+/** COPY target of new devices (devices.ts writes the columns in this order). */
 export const DEVICE_INSERT = `an_devices (tenant_id, app_id, environment, anon_id, ${DEVICE_STATE})`;
 
 export const DEVICE_UPDATE_TEMP = `
@@ -90,7 +90,7 @@ export const DEVICE_UPDATE_COPY = `an_dev_upd (tid, app_id, environment, anon_id
 /**
  * Stored devices are updated at the address the load read (only this partition writes these
  * rows, under its state row lock): one heap fetch each, run as a nested loop of TID scans
- * (fold.ts switches the other join methods off for it).
+ * (bucket.ts switches the other join methods off for it).
  */
 export const UPDATE_DEVICES = `
 UPDATE an_devices d SET (${DEVICE_STATE}) = (${DEVICE_STATE.split(', ').map((c) => `u.${c}`).join(', ')})
@@ -125,7 +125,7 @@ SELECT y.session_id, y.tenant_id, y.app_id, y.environment, y.start_day, y.end_da
   `DROP TABLE an_mvs`,
 ];
 
-// --- Sessions (fold-sessions.ts) ---
+// --- Sessions (sessions.ts) ---
 
 export const SESSION_PROBE_TEMP = `CREATE TEMP TABLE an_probe (session_id uuid, app_id uuid, environment text) ON COMMIT DROP`;
 
@@ -134,7 +134,7 @@ export const FIND_SESSIONS = `
 SELECT s.session_id, s.app_id, s.environment, s.tenant_id, s.start_ts, s.end_ts, s.start_day, s.end_day, s.platform, s.country
   FROM an_probe p JOIN an_sessions s ON s.session_id = p.session_id AND s.app_id = p.app_id AND s.environment = p.environment`;
 
-/** COPY target of new sessions, in key order (a plain insert: fold-sessions.ts knows they are new). */
+/** COPY target of new sessions, in key order (a plain insert: sessions.ts knows they are new). */
 export const SESSION_INSERT = 'an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)';
 
 export const SESSION_WIDEN_TEMP = `
@@ -174,7 +174,7 @@ export const PURCHASES_COPY = `an_pu (tenant_id, app_id, environment, event_id, 
   period_unit, platform, country)`;
 
 /**
- * The batch's purchases (fold-purchases.ts parsed their properties), in USD at their day's rate
+ * The batch's purchases (purchases.ts parsed their properties), in USD at their day's rate
  * (the latest rate on or before it; NULL until their currency has one), with a paid subscription's
  * period end (calendar arithmetic: a month from Jan 31 ends Feb 28) and monthly amount (as
  * an_period_end and an_monthly). The new ones enter the revenue histogram's delta (a retried event
@@ -223,7 +223,7 @@ const HISTS = [
 export const CREATE_HIST_DELTAS = HISTS.map(([table, delta]) => `CREATE TEMP TABLE ${delta} (LIKE ${table}) ON COMMIT DROP`).join(';\n');
 export const DROP_HIST_DELTAS = `DROP TABLE ${HISTS.map(([, delta]) => delta).join(', ')}`;
 
-/** COPY target of a delta table (fold-deltas.ts writes the columns in this order). */
+/** COPY target of a delta table (deltas.ts writes the columns in this order). */
 export function deltaCopy(delta: string): string {
   const [, , cell, sums] = HISTS.find(([, d]) => d === delta)!;
   return `${delta} (tenant_id, app_id, environment, ${cell}, ${sums.join(', ')})`;

@@ -1,14 +1,15 @@
 import pg from 'pg';
 import { parentPort, workerData } from 'node:worker_threads';
+// pool.js sets the type parsers (int8 as a number) for this thread's connection too.
 import '../../../db/pool.js';
 import { Bucket, EventReader, RoundDicts } from './events.js';
-import { advanceState, foldTogether, lockState, prepareFold, readInto, rebuildApp } from './round.js';
+import { advanceState, foldTogether, inTx, lockState, prepareFold, readInto, rebuildApp } from './round.js';
 import { funnelEventNames } from './sql.js';
 import { foldBucket } from './bucket.js';
 import type { FoldReply, FoldRequest, WorkerConfig } from './workers.js';
 
 /**
- * A fold partition's thread (fold-workers.ts): on its own connection it reads its share of a
+ * A fold partition's thread (workers.ts): on its own connection it reads its share of a
  * round's seq range, keeping its partition's events and handing the others' raw rows back for
  * their partitions, then folds its partition's events in one transaction holding the partition's
  * state row. Its JavaScript (parsing, grouping, merging) runs beside the other partitions'.
@@ -36,43 +37,32 @@ async function handle(m: FoldRequest): Promise<{ reply: FoldReply; transfer: Arr
     return { reply: { id: m.id, result: { folded, watermark: 0 }, times }, transfer: [] };
   }
   if (m.type === 'read') {
-    const dicts = new RoundDicts();
-    const reader = new EventReader(dicts, new Bucket(m.expected, m.rotation), m.part, m.parts, m.skipUpTo);
+    const reader = new EventReader(new RoundDicts(), new Bucket(m.expected, m.rotation), m.part, m.parts, m.skipUpTo);
     round = { reader };
-    await client.query('BEGIN');
-    try {
+    const started = performance.now();
+    const rows = await inTx(client, async () => {
       await prepareFold(client, m.zone, config.workMemMb);
-      const rows = await readInto(client, reader, m.query);
-      await client.query('COMMIT');
-      // Copied out of the writers' buffers, which may share memory with others.
-      const foreign = reader.foreign.map((w) => (w && w.rows > 0 ? new Uint8Array(w.finish()) : null));
-      return { reply: { id: m.id, rows, foreign }, transfer: foreign.flatMap((f) => (f ? [f.buffer as ArrayBuffer] : [])) };
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    }
+      return readInto(client, reader, m.query);
+    });
+    profile?.('read events', performance.now() - started);
+    // Copied out of the writers' buffers, which may share memory with others.
+    const foreign = reader.foreign.map((w) => (w && w.rows > 0 ? new Uint8Array(w.finish()) : null));
+    return { reply: { id: m.id, rows, foreign, times }, transfer: foreign.flatMap((f) => (f ? [f.buffer as ArrayBuffer] : [])) };
   }
   const r = round;
   round = null;
   if (!r) throw new Error('analytics fold worker: fold without a read');
   for (const f of m.forwarded) r.reader.readForwarded(Buffer.from(f.buffer, f.byteOffset, f.byteLength));
-  await client.query('BEGIN');
-  try {
+  const folded = await inTx(client, async () => {
     const [watermark] = await lockState(client, m.part);
-    if (watermark !== m.from) {
-      // Another process folded this partition meanwhile: its events of this round may be folded.
-      await client.query('ROLLBACK');
-      return { reply: { id: m.id, folded: 0, stale: true, times }, transfer: [] };
-    }
+    // Another process folded this partition meanwhile: its events of this round may be folded.
+    if (watermark !== m.from) return null;
     await prepareFold(client, m.zone, config.workMemMb);
-    const folded = await foldBucket(client, r.reader.bucket, r.reader.dicts, await funnelEventNames(client), profile);
-    await advanceState(client, m.part, m.to, folded);
-    await client.query('COMMIT');
-    return { reply: { id: m.id, folded, stale: false, times }, transfer: [] };
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  }
+    const n = await foldBucket(client, r.reader.bucket, r.reader.dicts, await funnelEventNames(client), profile);
+    await advanceState(client, m.part, m.to, n);
+    return n;
+  });
+  return { reply: { id: m.id, folded: folded ?? 0, stale: folded === null, times }, transfer: [] };
 }
 
 parentPort!.on('message', (m: FoldRequest) => {

@@ -6,7 +6,7 @@ import type { FoldProfile } from './bucket.js';
 import { eventsQuery, partOf } from './sql.js';
 
 /**
- * The fold's threads (fold-worker.ts), one per partition, each with its own database connection.
+ * The fold's threads (worker.ts), one per partition, each with its own database connection.
  * A round's JavaScript work (parsing the events, grouping them per device and session, merging them
  * into the devices' stored state) then runs on every core, beside PostgreSQL's; a partition's reads
  * and writes never wait for another partition's computation; and none of it blocks the thread that
@@ -20,13 +20,13 @@ export interface WorkerConfig {
 }
 
 export type FoldRequest =
-  | { type: 'read'; id: number; query: string; zone: string; part: number; parts: number; skipUpTo: number; expected: number; rotation: number }
+  | { type: 'read'; id: number; query: string; zone: string; part: number; parts: number; skipUpTo: number; expected: number; rotation: number; profile: boolean }
   | { type: 'fold'; id: number; forwarded: Uint8Array[]; part: number; from: number; to: number; zone: string; profile: boolean }
   | { type: 'together'; id: number; to: number; zone: string; profile: boolean }
   | { type: 'rebuild'; id: number; appId: string; timezone: string; chunk: number; profile: boolean };
 
 export type FoldReply =
-  | { id: number; rows: number; foreign: (Uint8Array | null)[] }
+  | { id: number; rows: number; foreign: (Uint8Array | null)[]; times: [string, number][] }
   | { id: number; folded: number; stale: boolean; times: [string, number][] }
   | { id: number; result: FoldResult | null; times: [string, number][] }
   | { id: number; error: { message: string; code?: string } };
@@ -111,7 +111,7 @@ export function createFoldWorkers(config: WorkerConfig) {
         const [a, z] = [lo + Math.floor(((to - lo) * k) / n), lo + Math.floor(((to - lo) * (k + 1)) / n)];
         return call<ReadReply>(k, {
           type: 'read', id: ++next, query: eventsQuery(`e.seq > ${a} AND e.seq <= ${z}`, zone, partOf('e.anon_id', n)), zone,
-          part: k, parts: n, skipUpTo: marks[k], expected: Math.ceil(((to - lo) * 1.1) / n), rotation: Math.floor((k * 65536) / n),
+          part: k, parts: n, skipUpTo: marks[k], expected: Math.ceil(((to - lo) * 1.1) / n), rotation: Math.floor((k * 65536) / n), profile: !!profile,
         });
       }));
       const settled = await Promise.allSettled(parts.map((p) => {
@@ -119,6 +119,7 @@ export function createFoldWorkers(config: WorkerConfig) {
         return call<FoldDone>(p, { type: 'fold', id: ++next, forwarded, part: p, from: marks[p], to, zone, profile: !!profile },
           forwarded.map((f) => f.buffer as ArrayBuffer));
       }));
+      for (const [k, ms] of reads.flatMap((r) => r.times)) profile?.(k, ms);
       let folded = 0;
       for (const r of settled) {
         if (r.status === 'rejected') throw r.reason;
@@ -128,14 +129,14 @@ export function createFoldWorkers(config: WorkerConfig) {
       return folded;
     },
 
-    /** A small round of every partition in one transaction (fold-round.ts foldTogether), on the first thread. */
+    /** A small round of every partition in one transaction (round.ts foldTogether), on the first thread. */
     async together(to: number, zone: string, profile?: FoldProfile): Promise<FoldResult | null> {
       const r = await call<Done>(0, { type: 'together', id: ++next, to, zone, profile: !!profile });
       for (const [k, ms] of r.times) profile?.(k, ms);
       return r.result;
     },
 
-    /** One app's rebuild (fold-round.ts rebuildApp), on the first thread; returns the events folded. */
+    /** One app's rebuild (round.ts rebuildApp), on the first thread; returns the events folded. */
     async rebuild(appId: string, timezone: string, chunk: number, profile?: FoldProfile): Promise<number> {
       const r = await call<Done>(0, { type: 'rebuild', id: ++next, appId, timezone, chunk, profile: !!profile });
       for (const [k, ms] of r.times) profile?.(k, ms);
