@@ -97,7 +97,9 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
       const zone = await registerApps(db);
       // Each partition's read of a chunk would otherwise take in every range written since the
       // last vacuum (whole monthly partitions after a bulk load). Cheap when nothing is new.
+      const t = performance.now();
       await summarizeNewEvents(db, parts);
+      profile?.('summarize the events BRIN', performance.now() - t);
       const marks = await watermarks();
       const lo = Math.min(...marks);
       if (lo >= upper) return { folded: 0, watermark: lo };
