@@ -29,7 +29,7 @@ export interface Config {
   rollupIntervalS: number;
   /** Pacing of the worker's funnel-answer refresh; a stored answer serves for up to twice this after its data changed. */
   funnelRefreshS: number;
-  /** Device partitions the analytics fold runs in parallel (one database connection and core each). */
+  /** Device partitions the analytics fold runs in parallel (one thread and database connection each). */
   foldPartitions: number;
   /** Fold rounds of fewer seqs run as one transaction for all partitions; a run folds again when at least this many newer seqs remain, or any remain after a pass this big. */
   foldParallelMin: number;
