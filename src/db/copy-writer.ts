@@ -92,24 +92,6 @@ export class CopyWriter {
     return this;
   }
 
-  /** Raw bytes as a text (or json) value. */
-  bytes(src: Uint8Array | null): this {
-    if (src === null) return this.null();
-    this.room(4 + src.length);
-    this.view.setInt32(this.pos, src.length);
-    this.buf.set(src, this.pos + 4);
-    this.pos += 4 + src.length;
-    return this;
-  }
-
-  int2(v: number): this {
-    this.room(6);
-    this.view.setInt32(this.pos, 2);
-    this.view.setInt16(this.pos + 4, v);
-    this.pos += 6;
-    return this;
-  }
-
   int4(v: number): this {
     this.room(8);
     this.view.setInt32(this.pos, 4);

@@ -19,16 +19,23 @@ export function createPool(url: string, max = 20): Db {
   return pool;
 }
 
+/** Runs `fn` in a transaction on `conn` (a pool's client, or a connection of its own). */
+export async function inTx<T>(conn: Conn, fn: () => Promise<T>): Promise<T> {
+  await conn.query('BEGIN');
+  try {
+    const result = await fn();
+    await conn.query('COMMIT');
+    return result;
+  } catch (err) {
+    await conn.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
 export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const client = await db.connect();
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
+    return await inTx(client, () => fn(client));
   } finally {
     client.release();
   }

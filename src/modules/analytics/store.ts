@@ -169,4 +169,3 @@ ${ADD_TO_REVENUE_CELL}`);
 }
 
 export type RollupStore = ReturnType<typeof createRollupStore>;
-export type { FoldResult };

@@ -1,13 +1,13 @@
 import { copyIn } from '../../../db/copy.js';
+import type { CopyWriter } from '../../../db/copy-writer.js';
 import type { Conn } from '../../../db/pool.js';
-import type { Bucket, RoundDicts } from './events.js';
+import { uuidText, type Bucket, type RoundDicts } from './events.js';
 import { Deltas, type DeltaTable } from './deltas.js';
 import { foldDevices, type DevicePass } from './devices.js';
 import { findSessions, foldSessions, groupSessions, probeKeys } from './sessions.js';
 import {
   APPLY_HIST_DELTAS, CREATE_HIST_DELTAS, deltaCopy, DEVICE_INSERT, DEVICE_UPDATE_COPY, DEVICE_UPDATE_TEMP, DROP_HIST_DELTAS, FOLD_TEMPS,
-  INSERT_PURCHASES, MERGE_STEPS, MOVE_DEVICES, MOVED_COPY, MOVED_TEMP, PURCHASES_COPY, PURCHASES_TEMP, SESSION_INSERT, SESSION_WIDEN_COPY,
-  SESSION_WIDEN_TEMP, STEPS_COPY, STEPS_INSERT, STEPS_TEMP, UPDATE_DEVICES, WIDEN_SESSIONS,
+  MOVE_STAGE, PURCHASE_STAGE, SESSION_INSERT, STEP_MERGE_STAGE, STEPS_INSERT, UPDATE_DEVICES, WIDEN_STAGE, without, type TempStage,
 } from './sql.js';
 import { loadDeviceStates } from './state.js';
 import { bumpAppVersions } from '../funnel-store.js';
@@ -77,35 +77,17 @@ async function foldOnce(tx: Conn, b: Bucket, dicts: RoundDicts, funnelNames: rea
   const stored = await step('look up sessions', () => findSessions(tx, b, dicts, probeKeys(b, groups, states, dicts, lookUpAll)));
   const sessions = await step('sessions (js)', () => foldSessions(b, groups, stored, pass, dicts, deltas));
   await step('insert sessions', () => copyIn(tx, SESSION_INSERT, sessions.inserts));
-  if (sessions.widened.rows > 0) {
-    await step('widen sessions', async () => {
-      await tx.query(SESSION_WIDEN_TEMP);
-      await copyIn(tx, SESSION_WIDEN_COPY, sessions.widened);
-      await tx.query(WIDEN_SESSIONS);
-    });
-  }
-  if (pass.purchases.rows > 0) {
-    await step('purchases', async () => {
-      await tx.query(PURCHASES_TEMP);
-      await copyIn(tx, PURCHASES_COPY, pass.purchases);
-      await tx.query(INSERT_PURCHASES);
-    });
-  }
+  await step('widen sessions', () => throughTemp(tx, WIDEN_STAGE, sessions.widened));
+  await step('purchases', () => throughTemp(tx, PURCHASE_STAGE, pass.purchases));
   await step('insert steps', () => copyIn(tx, STEPS_INSERT, pass.steps));
-  if (pass.storedSteps.rows > 0) {
-    await step('merge steps', async () => {
-      await tx.query(STEPS_TEMP);
-      await copyIn(tx, STEPS_COPY, pass.storedSteps);
-      await tx.query(MERGE_STEPS);
-    });
-  }
+  await step('merge steps', () => throughTemp(tx, STEP_MERGE_STAGE, pass.storedSteps));
   await step('histograms', async () => {
     for (const [table, w] of Object.entries(deltas.writers())) await copyIn(tx, deltaCopy(table as DeltaTable), w);
     for (const sql of APPLY_HIST_DELTAS) await tx.query(sql);
   });
   // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
   const appEnvs = [...new Set(b.devices.tags.subarray(0, b.devices.size))].map((c) => dicts.appEnvs[c]);
-  await bumpAppVersions(tx, appEnvs);
+  await bumpAppVersions(tx, appEnvs.map((ae) => ({ tenantId: uuidText(ae.tenantId, 0), appId: uuidText(ae.appId, 0), environment: ae.environment })));
   await tx.query(`DROP TABLE IF EXISTS ${FOLD_TEMPS.join(', ')}`);
   await tx.query(DROP_HIST_DELTAS);
 }
@@ -114,23 +96,16 @@ async function writeDevices(tx: Conn, pass: DevicePass): Promise<void> {
   if (pass.updates.rows > 0) {
     await tx.query(DEVICE_UPDATE_TEMP);
     await copyIn(tx, DEVICE_UPDATE_COPY, pass.updates);
-    await without(tx, ['hashjoin', 'mergejoin'], UPDATE_DEVICES);
+    await without(tx, ['hashjoin', 'mergejoin'], () => tx.query(UPDATE_DEVICES));
   }
   await copyIn(tx, DEVICE_INSERT, pass.inserts);
-  if (pass.moved > 0) {
-    await tx.query(MOVED_TEMP);
-    await copyIn(tx, MOVED_COPY, pass.movedRows);
-    for (const sql of MOVE_DEVICES) await tx.query(sql);
-  }
+  await throughTemp(tx, MOVE_STAGE, pass.movedRows);
 }
 
-/**
- * Runs `sql` with the given planner methods switched off for it alone. No restore on failure:
- * the savepoint's rollback restores them.
- */
-export async function without(tx: Conn, methods: ('nestloop' | 'hashjoin' | 'mergejoin' | 'seqscan')[], sql: string) {
-  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = off`);
-  const result = await tx.query(sql);
-  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = on`);
-  return result;
+/** Sends `rows` through the stage's temp table and applies them (nothing for no rows). */
+async function throughTemp(tx: Conn, stage: TempStage, rows: CopyWriter): Promise<void> {
+  if (rows.rows === 0) return;
+  await tx.query(stage.temp);
+  await copyIn(tx, stage.copy, rows);
+  for (const sql of stage.apply) await tx.query(sql);
 }

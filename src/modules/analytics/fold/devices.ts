@@ -31,12 +31,10 @@ export interface DevicePass {
   plat: Int32Array;
   ctry: Int32Array;
   seg: Int32Array;
-  /** Devices whose first event moved them to another platform or country. */
-  moved: number;
   /** an_dev_upd rows (stored devices, by row address) and an_devices rows (new devices), in key order. */
   updates: { rows: number; payload: Buffer };
   inserts: { rows: number; payload: Buffer };
-  /** an_mv rows: the moved devices' new platform and country. */
+  /** an_mv rows: devices whose first event moved them to another platform or country, with the new ones. */
   movedRows: CopyWriter;
   /** an_steps rows of device-days not stored before (plain inserts), an_stp rows of stored ones (merged). */
   steps: CopyWriter;
@@ -71,7 +69,7 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
   };
 
   const out: Omit<DevicePass, 'steps' | 'storedSteps' | 'updates' | 'inserts'> = {
-    plat: new Int32Array(D), ctry: new Int32Array(D), seg: new Int32Array(D), moved: 0,
+    plat: new Int32Array(D), ctry: new Int32Array(D), seg: new Int32Array(D),
     movedRows: new CopyWriter(), purchases: new CopyWriter(b.purchases.length * 300),
   };
   // Device rows, written in the order of the device arrays (each device's data at hand) and sent in key order.
@@ -244,7 +242,6 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     }
     w.int4Array(md, 0, m);
     if (relocated) {
-      out.moved++;
       out.movedRows.row(5).raw(ae.head2).uuid(keys, d * 16);
       text(out.movedRows, plat);
       text(out.movedRows, ctry);

@@ -56,6 +56,12 @@ export class Dict {
   }
 }
 
+/** The text form of the uuid at b[p..p+16). */
+export function uuidText(b: Uint8Array, p: number): string {
+  const h = Buffer.from(b.buffer, b.byteOffset + p, 16).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 /** One app environment of the round (a device or session key is a uuid tagged with it). */
 export interface AppEnv {
   appId: Buffer;
@@ -73,8 +79,26 @@ export class RoundDicts {
   readonly names = new Dict();
   /** Platforms and countries. */
   readonly strings = new Dict();
+  // The last app environment looked up by its bytes (app id, then environment): consecutive rows
+  // mostly share it, and its key string is then not built again.
+  private last = new Uint8Array(16 + 64);
+  private lastLen = -1;
+  private lastCode = -1;
 
-  appEnv(app: Uint8Array, tenant: Uint8Array, environment: string): number {
+  /** The code of the app environment of a COPY row's app id, tenant id and environment fields. */
+  appEnvAt(b: Buffer, appOff: number, tenantOff: number, envOff: number, envLen: number): number {
+    if (envLen === this.lastLen && sameBytes(b, appOff, this.last, 0, 16) && sameBytes(b, envOff, this.last, 16, envLen)) return this.lastCode;
+    const code = this.appEnv(b.subarray(appOff, appOff + 16), b.subarray(tenantOff, tenantOff + 16), b.toString('utf8', envOff, envOff + envLen));
+    if (envLen <= 64) {
+      this.last.set(b.subarray(appOff, appOff + 16), 0);
+      this.last.set(b.subarray(envOff, envOff + envLen), 16);
+      this.lastLen = envLen;
+      this.lastCode = code;
+    } else this.lastLen = -1;
+    return code;
+  }
+
+  private appEnv(app: Uint8Array, tenant: Uint8Array, environment: string): number {
     const key = Buffer.from(app.buffer, app.byteOffset, 16).toString('hex') + environment;
     let c = this.appEnvCodes.get(key);
     if (c === undefined) {
@@ -92,6 +116,11 @@ export class RoundDicts {
     }
     return c;
   }
+}
+
+function sameBytes(a: Uint8Array, aOff: number, b: Uint8Array, bOff: number, n: number): boolean {
+  for (let k = 0; k < n; k++) if (a[aOff + k] !== b[bOff + k]) return false;
+  return true;
 }
 
 /** The events of one fold partition in a round, as columns; devices and sessions interned. */
@@ -172,10 +201,6 @@ const enum C { Seq, Part, Tenant, App, Env, EventId, Name, Ts, Day, Anon, Sessio
  */
 export class EventReader {
   readonly foreign: (CopyWriter | null)[];
-  private last = new Uint8Array(16 + 64);
-  private lastLen = -1;
-  private lastCode = -1;
-
   constructor(readonly dicts: RoundDicts, readonly bucket: Bucket, readonly part: number, parts: number, private readonly skipUpTo: number) {
     this.foreign = Array.from({ length: parts }, (_, p) => (p === part ? null : new CopyWriter()));
   }
@@ -198,22 +223,11 @@ export class EventReader {
     }
     if (readInt64(b, off[C.Seq]) <= this.skipUpTo) return;
     const bucket = this.bucket;
-    // Consecutive events mostly come from one app environment: its key bytes are compared with the last.
-    const appOff = off[C.App];
-    const envOff = off[C.Env];
-    const envLen = len[C.Env];
-    if (!sameAppEnv(b, appOff, envOff, envLen, this.last, this.lastLen)) {
-      if (envLen <= 64) {
-        this.last.set(b.subarray(appOff, appOff + 16), 0);
-        this.last.set(b.subarray(envOff, envOff + envLen), 16);
-        this.lastLen = envLen;
-      } else this.lastLen = -1;
-      this.lastCode = this.dicts.appEnv(b.subarray(appOff, appOff + 16), b.subarray(off[C.Tenant], off[C.Tenant] + 16), b.toString('utf8', envOff, envOff + envLen));
-    }
+    const appEnv = this.dicts.appEnvAt(b, off[C.App], off[C.Tenant], off[C.Env], len[C.Env]);
     const { names, strings } = this.dicts;
     const i = bucket.next();
-    bucket.dev[i] = bucket.devices.intern(b, off[C.Anon], this.lastCode);
-    bucket.sess[i] = len[C.Session] === 16 ? bucket.sessions.intern(b, off[C.Session], this.lastCode) : -1;
+    bucket.dev[i] = bucket.devices.intern(b, off[C.Anon], appEnv);
+    bucket.sess[i] = len[C.Session] === 16 ? bucket.sessions.intern(b, off[C.Session], appEnv) : -1;
     bucket.day[i] = b.readInt32BE(off[C.Day]);
     bucket.ts[i] = readInt64(b, off[C.Ts]);
     bucket.name[i] = names.codeOf(b, off[C.Name], len[C.Name]);
@@ -228,11 +242,4 @@ export class EventReader {
       bucket.purchaseProps.push(Buffer.from(b.subarray(off[C.Props], off[C.Props] + len[C.Props])));
     }
   };
-}
-
-function sameAppEnv(b: Uint8Array, appOff: number, envOff: number, envLen: number, last: Uint8Array, lastLen: number): boolean {
-  if (envLen !== lastLen) return false;
-  for (let k = 0; k < 16; k++) if (b[appOff + k] !== last[k]) return false;
-  for (let k = 0; k < envLen; k++) if (b[envOff + k] !== last[16 + k]) return false;
-  return true;
 }

@@ -1,6 +1,6 @@
-import type { Conn } from '../../../db/pool.js';
-import { Bucket, EventReader, RoundDicts } from './events.js';
-import { eventsQuery, funnelEventNames, partOf, ROLLUP_TABLES } from './sql.js';
+import { inTx, type Conn } from '../../../db/pool.js';
+import { Bucket, EventReader, RoundDicts, uuidText } from './events.js';
+import { eventsQuery, funnelEventNames, partOf, ROLLUP_TABLES, without } from './sql.js';
 import { foldBucket, type FoldProfile } from './bucket.js';
 
 /**
@@ -63,25 +63,8 @@ export async function prepareFold(tx: Conn, zone: string, workMemMb: number): Pr
  * timezones by hash (`hashJoin`): the planner's choice, an index probe of an_app_state per event,
  * cost 40% of the read (measured).
  */
-export async function readInto(tx: Conn, reader: EventReader, query: string, { hashJoin = true } = {}): Promise<number> {
-  const methods = hashJoin ? ['seqscan', 'nestloop'] : ['seqscan'];
-  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = off`);
-  const n = await reader.read(tx, query);
-  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = on`);
-  return n;
-}
-
-/** Runs `fn` in a transaction on `conn`. */
-export async function inTx<T>(conn: Conn, fn: () => Promise<T>): Promise<T> {
-  await conn.query('BEGIN');
-  try {
-    const r = await fn();
-    await conn.query('COMMIT');
-    return r;
-  } catch (e) {
-    await conn.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  }
+export function readInto(tx: Conn, reader: EventReader, query: string, { hashJoin = true } = {}): Promise<number> {
+  return without(tx, hashJoin ? ['seqscan', 'nestloop'] : ['seqscan'], () => reader.read(tx, query));
 }
 
 export interface FoldResult {
@@ -144,9 +127,4 @@ export function rebuildApp(conn: Conn, { appId, timezone, chunk, workMemMb, prof
 function tsLiteral(us: number): string {
   const ms = Math.floor(us / 1000);
   return new Date(Date.UTC(2000, 0, 1) + ms).toISOString().replace('Z', `${String(us - ms * 1000).padStart(3, '0')}Z`);
-}
-
-function uuidText(b: Uint8Array, p: number): string {
-  const h = Buffer.from(b.subarray(p, p + 16)).toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }

@@ -103,7 +103,7 @@ export async function findSessions(tx: Conn, b: Bucket, dicts: RoundDicts, probe
   await tx.query(`ANALYZE an_probe`);
   const code = (buf: Buffer, p: number, n: number) => (n < 0 ? -1 : dicts.strings.codeOf(buf, p, n));
   await copyOut(tx, FIND_SESSIONS, ({ buf, off, len }) => {
-    const ae = dicts.appEnv(buf.subarray(off[C.App], off[C.App] + 16), buf.subarray(off[C.Tenant], off[C.Tenant] + 16), buf.toString('utf8', off[C.Env], off[C.Env] + len[C.Env]));
+    const ae = dicts.appEnvAt(buf, off[C.App], off[C.Tenant], off[C.Env], len[C.Env]);
     const s = b.sessions.find(buf, off[C.Session], ae);
     if (s < 0) return;
     r.found[s] = 1;

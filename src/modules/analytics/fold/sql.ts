@@ -1,4 +1,4 @@
-import type { Queryable } from '../../../db/pool.js';
+import type { Conn, Queryable } from '../../../db/pool.js';
 import { FUNNELS } from '../funnels.js';
 
 /**
@@ -98,8 +98,8 @@ UPDATE an_devices d SET (${DEVICE_STATE}) = (${DEVICE_STATE.split(', ').map((c) 
 
 // --- Devices moved to another platform or country by a late first event ---
 
-export const MOVED_TEMP = `CREATE TEMP TABLE an_mv (app_id uuid, environment text, anon_id uuid, platform text, country text) ON COMMIT DROP`;
-export const MOVED_COPY = 'an_mv (app_id, environment, anon_id, platform, country)';
+const MOVED_TEMP = `CREATE TEMP TABLE an_mv (app_id uuid, environment text, anon_id uuid, platform text, country text) ON COMMIT DROP`;
+const MOVED_COPY = 'an_mv (app_id, environment, anon_id, platform, country)';
 
 const MOVED_PURCHASES = `an_mv m JOIN an_purchases y ON y.app_id = m.app_id AND y.environment = m.environment AND y.anon_id = m.anon_id`;
 
@@ -108,7 +108,7 @@ const MOVED_PURCHASES = `an_mv m JOIN an_purchases y ON y.app_id = m.app_id AND 
  * has no index by device (migration 014): the sessions are found with one read of the table, a
  * rare path (a late first event with another platform or country).
  */
-export const MOVE_DEVICES = [
+const MOVE_DEVICES = [
   `CREATE TEMP TABLE an_mvs ON COMMIT DROP AS
 SELECT y.session_id, y.tenant_id, y.app_id, y.environment, y.start_day, y.end_day, y.start_ts, y.end_ts, y.platform, y.country,
        m.platform AS new_platform, m.country AS new_country
@@ -137,10 +137,10 @@ SELECT s.session_id, s.app_id, s.environment, s.tenant_id, s.start_ts, s.end_ts,
 /** COPY target of new sessions, in key order (a plain insert: sessions.ts knows they are new). */
 export const SESSION_INSERT = 'an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)';
 
-export const SESSION_WIDEN_TEMP = `
+const SESSION_WIDEN_TEMP = `
 CREATE TEMP TABLE an_sw (session_id uuid, app_id uuid, environment text, start_ts timestamptz, end_ts timestamptz, start_day date, end_day date) ON COMMIT DROP`;
-export const SESSION_WIDEN_COPY = 'an_sw (session_id, app_id, environment, start_ts, end_ts, start_day, end_day)';
-export const WIDEN_SESSIONS = `
+const SESSION_WIDEN_COPY = 'an_sw (session_id, app_id, environment, start_ts, end_ts, start_day, end_day)';
+const WIDEN_SESSIONS = `
 UPDATE an_sessions t SET start_ts = w.start_ts, end_ts = w.end_ts, start_day = w.start_day, end_day = w.end_day
   FROM an_sw w WHERE t.session_id = w.session_id AND t.app_id = w.app_id AND t.environment = w.environment`;
 
@@ -149,16 +149,16 @@ UPDATE an_sessions t SET start_ts = w.start_ts, end_ts = w.end_ts, start_day = w
 /** COPY target of new funnel-step rows (device-days the device did not have before the batch). */
 export const STEPS_INSERT = 'an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)';
 
-export const STEPS_TEMP = `
+const STEPS_TEMP = `
 CREATE TEMP TABLE an_stp (tenant_id uuid, app_id uuid, environment text, event_name text, day date, anon_id uuid, tss timestamptz[]) ON COMMIT DROP`;
-export const STEPS_COPY = 'an_stp (tenant_id, app_id, environment, event_name, day, anon_id, tss)';
+const STEPS_COPY = 'an_stp (tenant_id, app_id, environment, event_name, day, anon_id, tss)';
 
 /**
  * Step rows of device-days stored before the batch may exist: merged, keeping the earliest 20
  * distinct times (enough to find "the earliest step-k event at or after step k-1" for any
  * realistic funnel).
  */
-export const MERGE_STEPS = `
+const MERGE_STEPS = `
 INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
 SELECT tenant_id, app_id, environment, event_name, day, anon_id, tss FROM an_stp
 ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
@@ -167,10 +167,10 @@ ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
 
 // --- Purchases ---
 
-export const PURCHASES_TEMP = `
+const PURCHASES_TEMP = `
 CREATE TEMP TABLE an_pu (tenant_id uuid, app_id uuid, environment text, event_id uuid, anon_id uuid, ts timestamptz, day date,
   kind text, price float8, currency text, period text, period_n int, period_unit text, platform text, country text) ON COMMIT DROP`;
-export const PURCHASES_COPY = `an_pu (tenant_id, app_id, environment, event_id, anon_id, ts, day, kind, price, currency, period, period_n,
+const PURCHASES_COPY = `an_pu (tenant_id, app_id, environment, event_id, anon_id, ts, day, kind, price, currency, period, period_n,
   period_unit, platform, country)`;
 
 /**
@@ -180,7 +180,7 @@ export const PURCHASES_COPY = `an_pu (tenant_id, app_id, environment, event_id, 
  * an_period_end and an_monthly). The new ones enter the revenue histogram's delta (a retried event
  * is not new: no row returned).
  */
-export const INSERT_PURCHASES = `
+const INSERT_PURCHASES = `
 WITH ins AS (
 INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
                           price, currency, amount_usd, period, period_end, mrr_usd)
@@ -198,6 +198,21 @@ SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, v.platform, 
 ON CONFLICT (app_id, environment, event_id) DO NOTHING
 RETURNING tenant_id, app_id, environment, day, platform, country, kind, period_end, amount_usd, mrr_usd)
 ${revenueDelta('+', 'ins y')}`;
+
+/**
+ * A set of rows the fold sends through a temp table (created per batch), then applies to the rollups
+ * with `apply`'s statements.
+ */
+export interface TempStage {
+  temp: string;
+  copy: string;
+  apply: readonly string[];
+}
+
+export const MOVE_STAGE: TempStage = { temp: MOVED_TEMP, copy: MOVED_COPY, apply: MOVE_DEVICES };
+export const WIDEN_STAGE: TempStage = { temp: SESSION_WIDEN_TEMP, copy: SESSION_WIDEN_COPY, apply: [WIDEN_SESSIONS] };
+export const PURCHASE_STAGE: TempStage = { temp: PURCHASES_TEMP, copy: PURCHASES_COPY, apply: [INSERT_PURCHASES] };
+export const STEP_MERGE_STAGE: TempStage = { temp: STEPS_TEMP, copy: STEPS_COPY, apply: [MERGE_STEPS] };
 
 /** The fold's temp tables (dropped after each batch, so a rebuild can fold several in one transaction). */
 export const FOLD_TEMPS = ['an_keys', 'an_dev_upd', 'an_mv', 'an_probe', 'an_sw', 'an_stp', 'an_pu'];
@@ -270,4 +285,15 @@ SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknow
        ${sign}coalesce(sum(y.amount_usd), 0), ${sign}coalesce(sum(y.mrr_usd), 0)
   FROM ${from}
  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
+}
+
+/**
+ * Runs `fn` with the given planner methods switched off around it. No restore on failure: the
+ * rollback (of the transaction or the savepoint) restores them.
+ */
+export async function without<T>(tx: Conn, methods: ('nestloop' | 'hashjoin' | 'mergejoin' | 'seqscan')[], fn: () => Promise<T>): Promise<T> {
+  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = off`);
+  const result = await fn();
+  for (const m of methods) await tx.query(`SET LOCAL enable_${m} = on`);
+  return result;
 }

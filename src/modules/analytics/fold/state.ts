@@ -75,7 +75,7 @@ export async function loadDeviceStates(tx: Conn, bucket: Bucket, dicts: RoundDic
   await tx.query(`ANALYZE an_keys`);
   const utf8 = (b: Buffer, p: number, n: number) => (n < 0 ? -1 : dicts.strings.codeOf(b, p, n));
   await copyOut(tx, LOAD_DEVICES, ({ buf: b, off, len }) => {
-    const ae = dicts.appEnv(b.subarray(off[C.App], off[C.App] + 16), b.subarray(off[C.Tenant], off[C.Tenant] + 16), b.toString('utf8', off[C.Env], off[C.Env] + len[C.Env]));
+    const ae = dicts.appEnvAt(b, off[C.App], off[C.Tenant], off[C.Env], len[C.Env]);
     const d = devices.find(b, off[C.Anon], ae);
     if (d < 0) return;
     states.existed[d] = 1;

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { parentPort, workerData } from 'node:worker_threads';
-// pool.js sets the type parsers (int8 as a number) for this thread's connection too.
-import '../../../db/pool.js';
+// pool.js also sets the type parsers (int8 as a number) for this thread's connection.
+import { inTx } from '../../../db/pool.js';
 import { Bucket, EventReader, RoundDicts } from './events.js';
-import { advanceState, foldTogether, inTx, lockState, prepareFold, readInto, rebuildApp } from './round.js';
+import { advanceState, foldTogether, lockState, prepareFold, readInto, rebuildApp } from './round.js';
 import { funnelEventNames } from './sql.js';
 import { foldBucket } from './bucket.js';
 import type { FoldReply, FoldRequest, WorkerConfig } from './workers.js';
