@@ -1,4 +1,5 @@
-// `npm start`: compile when dist/ is missing or older than any source file, then run the service.
+// `npm start`: compile when dist/ is missing or older than any source file (the server's and the
+// console's), then run the service.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -20,4 +21,7 @@ if (!existsSync(entry) || statSync(entry).mtimeMs < newest(path.join(root, 'src'
   console.log('building…');
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')], { stdio: 'inherit' });
 }
+// The web console served at /console (console/scripts/build.mjs: same missing-or-stale rule).
+const { ensureConsoleBuilt } = await import('../console/scripts/build.mjs');
+ensureConsoleBuilt();
 await import(entry);

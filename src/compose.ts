@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Db } from './db/pool.js';
 import { createAuth } from './http/auth.js';
-import { createSlidingWindowLimiter } from './http/rate-limit.js';
+import { createGlobalLimiter, createSlidingWindowLimiter } from './http/rate-limit.js';
+import { createLimitStore, createPgAdNetworkLimiter } from './http/rate-limit-store.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
@@ -20,6 +21,7 @@ import { createAnalyticsService } from './modules/analytics/service.js';
 import { createRollupStore } from './modules/analytics/store.js';
 import { adminRoutes } from './modules/admin/routes.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
+import { consoleRoutes } from './modules/console/routes.js';
 import { createApiKeyService } from './modules/api-keys/service.js';
 import { createApiKeyStore } from './modules/api-keys/store.js';
 import { exchangeRateRoutes } from './modules/exchange-rates/routes.js';
@@ -65,7 +67,10 @@ import { createTenancyStore } from './modules/tenancy/store.js';
 
 /** Wires stores, services and routes. The only place that knows every module. */
 export async function compose({ db, databaseUrl, config, jobs, logger }: { db: Db; databaseUrl: string; config: Config; jobs: JobQueue; logger: Logger }) {
-  const limiter = createSlidingWindowLimiter();
+  const globalLimits = config.rateLimits === 'global';
+  const limiter = globalLimits
+    ? createGlobalLimiter(createLimitStore(db), Date.now, (err) => logger.warn({ err }, 'rate limit store error'))
+    : createSlidingWindowLimiter();
   const activity = createActivityStore(db);
   const identityStore = createIdentityStore(db);
   const tokens = createTokenService({ store: identityStore, config });
@@ -106,7 +111,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   const rates = createExchangeRateService({ store: createExchangeRateStore(db) });
   await rates.init();
   // Ad network (OAuth connection, campaign management, stats sync, experiments); its limiter is injectable.
-  const adNetwork = createAdNetworkModule({ db, config, activity, rates });
+  const adNetwork = createAdNetworkModule({ db, config, activity, rates, limiter: globalLimits ? createPgAdNetworkLimiter(db) : undefined });
   const adNetworkLog = logger.child({ module: 'ad-network' });
   // Shared by webhooks and export callbacks: one pool, one private-target policy.
   const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
@@ -182,6 +187,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     webhookRoutes({ auth, webhooks }),
     exportRoutes({ auth, exports, onClose: exportJobs.stop }),
     analyticsRoutes({ auth, analytics }),
+    consoleRoutes(),
     ...adNetwork.plugins(auth),
   ] as FastifyPluginAsync[];
 
@@ -208,6 +214,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     await adNetwork.close();
     await refreshing;
     await foldWorkers.close();
+    await limiter.close();
   };
   return { plugins, jobHandlers, close };
 }

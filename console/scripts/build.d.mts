@@ -1,0 +1,2 @@
+export function consoleIsStale(): boolean;
+export function ensureConsoleBuilt(log?: (m: string) => void): boolean;

@@ -1,0 +1,48 @@
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { paths } from './schema';
+
+/** A problem+json answer of the API, thrown by `unwrap` so queries and mutations see one error type. */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string | undefined, message: string) {
+    super(message);
+  }
+}
+
+/** What the client adds to every call: the ID token and the org/app the console is looking at. */
+export const session = {
+  token: null as string | null,
+  tenantId: null as string | null,
+  appId: null as string | null,
+  /** Called on a 401 of a signed-in call: the token expired or was revoked. */
+  onUnauthorized: () => {},
+};
+
+const headers: Middleware = {
+  onRequest({ request }) {
+    if (session.token) request.headers.set('authorization', `Bearer ${session.token}`);
+    if (session.tenantId) request.headers.set('x-tenant-id', session.tenantId);
+    if (session.appId) request.headers.set('x-app-id', session.appId);
+    return request;
+  },
+  onResponse({ request, response }) {
+    if (response.status === 401 && request.headers.has('authorization')) session.onUnauthorized();
+    return response;
+  },
+};
+
+export const api = createClient<paths>({ baseUrl: '' });
+api.use(headers);
+
+interface Problem {
+  code?: string;
+  detail?: string;
+  title?: string;
+}
+
+/** The data of an answer, or an ApiError with the problem's detail. */
+export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok) return data as T;
+  const p = (error ?? {}) as Problem;
+  throw new ApiError(response.status, p.code, p.detail ?? p.title ?? `HTTP ${response.status}`);
+}

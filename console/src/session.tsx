@@ -1,0 +1,89 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { api, session, unwrap } from './api/client';
+import type { components, paths } from './api/schema';
+
+type Me = paths['/api/v1/me']['get']['responses'][200]['content']['application/json']['data'];
+export type Org = Me['organizations'][number];
+export type Role = Org['role'];
+export type Environment = 'production' | 'sandbox';
+
+const TOKEN = 'console.token';
+const PICK = 'console.pick';
+
+interface Workspace {
+  me: Me | undefined;
+  org: Org | undefined;
+  app: { id: string; name: string } | undefined;
+  role: Role | undefined;
+  environment: Environment;
+  setEnvironment(e: Environment): void;
+  select(orgId: string, appId?: string): void;
+  signIn(token: string, expiresInS: number): void;
+  signOut(): void;
+  signedIn: boolean;
+}
+
+const Ctx = createContext<Workspace | null>(null);
+
+export const useWorkspace = () => useContext(Ctx)!;
+
+/** The ID token (kept for the browser tab: sessionStorage), the user, and the org/app/environment shown. */
+export function SessionProvider({ children }: { children: ReactNode }) {
+  const qc = useQueryClient();
+  const [token, setToken] = useState(() => sessionStorage.getItem(TOKEN));
+  const [pick, setPick] = useState<{ orgId?: string; appId?: string }>(() => JSON.parse(localStorage.getItem(PICK) ?? '{}'));
+  const [environment, setEnvironment] = useState<Environment>('production');
+  session.token = token;
+
+  const signOut = useCallback(() => {
+    sessionStorage.removeItem(TOKEN);
+    session.token = null;
+    setToken(null);
+    qc.clear();
+  }, [qc]);
+  session.onUnauthorized = signOut;
+
+  const signIn = useCallback((t: string, expiresInS: number) => {
+    sessionStorage.setItem(TOKEN, t);
+    sessionStorage.setItem(`${TOKEN}.exp`, String(Date.now() + expiresInS * 1000));
+    setToken(t);
+  }, []);
+
+  // No refresh endpoint: at expiry the console goes back to sign-in rather than failing call by call.
+  useEffect(() => {
+    if (!token) return;
+    const left = Number(sessionStorage.getItem(`${TOKEN}.exp`) ?? Infinity) - Date.now();
+    if (!Number.isFinite(left)) return;
+    const t = setTimeout(signOut, Math.max(0, Math.min(left, 2 ** 31 - 1)));
+    return () => clearTimeout(t);
+  }, [token, signOut]);
+
+  const me = useQuery({ queryKey: ['me', token], enabled: !!token, queryFn: () => unwrap(api.GET('/api/v1/me')).then((r) => r.data) });
+
+  const orgs = me.data?.organizations ?? [];
+  const org = orgs.find((o) => o.id === pick.orgId) ?? orgs[0];
+  const app = org?.apps.find((a) => a.id === pick.appId) ?? org?.apps[0];
+  session.tenantId = org?.id ?? null;
+  session.appId = app?.id ?? null;
+
+  const select = useCallback((orgId: string, appId?: string) => {
+    const next = { orgId, appId };
+    localStorage.setItem(PICK, JSON.stringify(next));
+    setPick(next);
+  }, []);
+
+  const value = useMemo<Workspace>(
+    () => ({ me: me.data, org, app, role: org?.role, environment, setEnvironment, select, signIn, signOut, signedIn: !!token }),
+    [me.data, org, app, environment, select, signIn, signOut, token],
+  );
+  return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
+}
+
+/** Query keys of app-scoped data carry the org, app and environment, so a switch refetches. */
+export function useScopeKey(...parts: unknown[]) {
+  const { org, app, environment } = useWorkspace();
+  return [org?.id, app?.id, environment, ...parts];
+}
+
+export type Schemas = components['schemas'];
