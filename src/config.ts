@@ -50,6 +50,10 @@ export interface Config {
   encryptionKey: Buffer;
   /** How long an API key look-up may be served from memory (revocation delay bound). */
   keyCacheTtlMs: number;
+  /** global: limits shared by every instance through PostgreSQL; local: counted per process (one instance only). */
+  rateLimits: 'global' | 'local';
+  /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken?: string;
   /** Whether this process serves HTTP / runs workers, derived from role. */
   runsApi: boolean;
   runsWorkers: boolean;
@@ -97,6 +101,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   if (schedule.length === 0 || schedule.some((s) => !Number.isFinite(s) || s < 0 || s > 7 * 86400)) {
     throw new ConfigError('WEBHOOK_RETRY_SCHEDULE must be a comma list of seconds (0..604800)');
   }
+  const rateLimits = env.RATE_LIMITS ?? 'global';
+  if (rateLimits !== 'global' && rateLimits !== 'local') throw new ConfigError(`RATE_LIMITS must be global or local, got "${rateLimits}"`);
   const oidcIssuer = env.OIDC_ISSUER;
   if (oidcIssuer && !env.OIDC_JWKS_URL) throw new ConfigError('OIDC_JWKS_URL is required with OIDC_ISSUER');
   const port = int(env, 'PORT', 3000, 0, 65535);
@@ -136,6 +142,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     },
     encryptionKey: Buffer.alloc(0),
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 4000, 0, 5000),
+    rateLimits,
+    metricsToken: env.METRICS_TOKEN || undefined,
     runsApi: role !== 'worker',
     runsWorkers: role !== 'api',
     version: env.npm_package_version ?? '0.1.0',

@@ -42,7 +42,7 @@ export function createIngestService({ store, settings, limiter }: { store: Inges
 
       const s = await settings.get(key);
       // Counted in events; an over-limit batch is refused whole, before anything is stored.
-      const rate = valid.length > 0 ? checkRate(limiter, `ingest:${key.appId}`, valid.length, s.events_per_minute, 'events') : null;
+      const rate = valid.length > 0 ? await checkRate(limiter, `ingest:${key.appId}`, valid.length, s.events_per_minute, 'events') : null;
 
       let sampled = 0;
       let consentDeclined = 0;

@@ -91,7 +91,7 @@ export const optionSetRoutes =
       },
     }, async (req, reply) => {
       const key = keyOf(req);
-      enforceRate(limiter, reply, `option-sync:${key.keyId}`, 1, SYNC_PER_MINUTE, 'sync requests');
+      await enforceRate(limiter, reply, `option-sync:${key.keyId}`, 1, SYNC_PER_MINUTE, 'sync requests');
       const data = await optionSets.sync(scopeOf(key), req.params.setId, { mode: req.body.mode ?? 'merge', items: req.body.items, since_version: req.body.since_version }, key);
       return { data };
     });

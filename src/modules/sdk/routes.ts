@@ -34,7 +34,7 @@ export const sdkRoutes =
       },
     }, async (req, reply) => {
       const key = keyOf(req);
-      enforceRate(limiter, reply, `bootstrap:${key.keyId}`, 1, BOOTSTRAP_PER_MINUTE, 'requests');
+      await enforceRate(limiter, reply, `bootstrap:${key.keyId}`, 1, BOOTSTRAP_PER_MINUTE, 'requests');
       reply.header('cache-control', 'private, max-age=86400');
       return bootstrap.bootstrap(key);
     });
