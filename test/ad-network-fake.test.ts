@@ -8,7 +8,7 @@ let fake: FakeAdNetwork;
 const REDIRECT = 'https://console.example.com/cb';
 
 before(async () => {
-  fake = await startFakeAdNetwork({ expiresIn: 1800, refreshMode: 'rotating', tokenRps: 10, appRps: 20 });
+  fake = await startFakeAdNetwork({ expiresIn: 1800, refreshMode: 'rotating', tokenRps: 10, appRps: 20, specPaths: true, idempotency: true });
 });
 after(() => fake.stop());
 
@@ -80,7 +80,7 @@ describe('fake ad network', () => {
     assert.match(r.body.campaigns[1].sub_request_error_reason, /start_time/);
     const squad = await api(access, `/adaccounts/${acct}/adsquads`, { method: 'POST', body: JSON.stringify({ adsquads: [{ campaign_id: r.body.campaigns[0].campaign.id, name: 's', status: 'PAUSED', billing_event: 'IMPRESSION', optimization_goal: 'SWIPES', placement_v2: { config: 'AUTOMATIC' }, daily_budget_micro: 5_000_000 }] }) });
     assert.equal(squad.body.adsquads[0].sub_request_status, 'SUCCESS');
-    assert.equal(fake.world.pathLog.at(-1)!.style, 'spec', 'the spec alias path is accepted and logged');
+    assert.equal(fake.world.pathLog.at(-1)!.style, 'spec', 'the spec alias path is accepted (behind its flag) and logged');
     const delivery = squad.body.adsquads[0].adsquad.delivery_status;
     assert.ok(delivery.includes('INVALID_EFFECTIVE_PAUSED'));
   });
@@ -120,6 +120,22 @@ describe('fake ad network', () => {
     fake.force429(1);
     assert.equal((await api(access, '/me/organizations')).status, 429);
     assert.equal((await api(access, '/me/organizations')).status, 200);
+  });
+
+  it('with the idempotency option, a write repeating its Idempotency-Key gets the first answer (upload included)', async () => {
+    const acct = fake.accounts.usd;
+    const headers = { 'idempotency-key': 'k-1' };
+    const body = JSON.stringify({ media: [{ name: 'm', type: 'IMAGE', ad_account_id: acct }] });
+    const a = await api(access, `/adaccounts/${acct}/media`, { method: 'POST', body, headers });
+    const b = await api(access, `/adaccounts/${acct}/media`, { method: 'POST', body, headers });
+    assert.equal(b.body.media[0].media.id, a.body.media[0].media.id);
+    const id = a.body.media[0].media.id;
+    const upload = () => {
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(8)]), 'a.png');
+      return fetch(`${fake.apiUrl}/media/${id}/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${access}`, ...headers } }).then((r) => r.json());
+    };
+    assert.equal((await upload()).request_id, (await upload()).request_id, 'the second upload was answered from the first');
   });
 
   it('revocation: refresh -> invalid_grant, access token -> 401', async () => {

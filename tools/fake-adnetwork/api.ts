@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { create, getLive, ItemError, update, view } from './entities.js';
-import { type Entity, type Kind, type World } from './state.js';
+import { type Account, type Entity, type Kind, type World } from './state.js';
 import { statsFor, StatsError } from './stats.js';
 
 const PLURAL: Record<Kind, string> = { campaign: 'campaigns', adsquad: 'adsquads', ad: 'ads', creative: 'creatives', media: 'media' };
@@ -16,12 +16,6 @@ const params = (req: FastifyRequest) => req.params as Record<string, string>;
 /** The Marketing API v1 resources under /v1 (documented paths plus the spec's aliases). */
 export function registerApi(app: FastifyInstance, w: World) {
   const ok = (extra: Record<string, unknown>, status = 'SUCCESS') => ({ request_status: status, request_id: randomUUID(), ...extra });
-
-  function accountOr404(reply: FastifyReply, id: string) {
-    const a = w.accounts.get(id);
-    if (!a) reply.status(404).send(errorBody('E3003', 'Resource can not be found'));
-    return a;
-  }
 
   /** Paging: limit 50..1000, opaque cursor, absolute next_link, creation-time order. */
   function paged<T>(req: FastifyRequest, reply: FastifyReply, rows: T[], wrap: (r: T) => unknown, key: string) {
@@ -52,9 +46,6 @@ export function registerApi(app: FastifyInstance, w: World) {
   /** Batch create/update: each item succeeds or fails on its own (partial failure). */
   function batch(kind: Kind, op: 'create' | 'update', resolve: (req: FastifyRequest, item: Record<string, any>) => string) {
     return async (req: FastifyRequest, reply: FastifyReply) => {
-      const key = req.headers['idempotency-key'];
-      const idemKey = w.opts.idempotency && typeof key === 'string' && op === 'create' ? `${req.url}|${key}` : undefined;
-      if (idemKey && w.idempotency.has(idemKey)) return w.idempotency.get(idemKey);
       const items = (req.body as Record<string, unknown> | undefined)?.[PLURAL[kind]];
       if (!Array.isArray(items) || items.length === 0 || items.length > 2000) {
         return reply.status(400).send(errorBody('E2001', `Body must carry a non-empty ${PLURAL[kind]} array`));
@@ -66,7 +57,7 @@ export function registerApi(app: FastifyInstance, w: World) {
           const acct = w.accounts.get(accountId);
           if (acct && acct.status !== 'ACTIVE') throw new ItemError('Error code: E3002, message: Ad account is not active');
           const e = op === 'create' ? create(w, kind, accountId, item) : update(w, kind, accountId, item);
-          return { sub_request_status: 'SUCCESS', [kind]: view(w, e) };
+          return { sub_request_status: 'SUCCESS', [kind]: view(w, e, op !== 'create') };
         } catch (err) {
           if (!(err instanceof ItemError)) throw err;
           return { sub_request_status: 'ERROR', sub_request_error_reason: err.message };
@@ -78,7 +69,6 @@ export function registerApi(app: FastifyInstance, w: World) {
       }
       const body = ok({ [PLURAL[kind]]: results }, failed === 0 ? 'SUCCESS' : failed === results.length ? 'ERROR' : 'PARTIAL');
       if (failed === results.length) return reply.status(400).send(body);
-      if (idemKey) w.idempotency.set(idemKey, body);
       return body;
     };
   }
@@ -108,19 +98,20 @@ export function registerApi(app: FastifyInstance, w: World) {
     w.pathLog.push({ path: `${req.method} ${req.routeOptions.url}`, style });
   };
 
+  // Ad accounts are read only through the organization (§3.1, §3.2): there is no documented GET /adaccounts/{id}.
   app.get('/v1/me/organizations', async (req) => {
     const withAccounts = (req.query as Q).with_ad_accounts === 'true';
-    const org = { ...w.organization, ...(withAccounts ? { ad_accounts: [...w.accounts.values()] } : {}) };
+    const embedded = (a: Account) => ({ id: a.id, name: a.name, type: a.type, status: a.status, currency: a.currency, timezone: a.timezone });
+    const org = { ...w.organization, ...(withAccounts ? { ad_accounts: [...w.accounts.values()].map(embedded) } : {}) };
     return ok({ organizations: [{ sub_request_status: 'SUCCESS', organization: org }] });
   });
   app.get('/v1/organizations/:id/adaccounts', async (req, reply) => {
     if (params(req).id !== w.organization.id) return reply.status(404).send(errorBody('E3003', 'Resource can not be found'));
-    const rows = [...w.accounts.values()].map((a) => ({ ...a, funding_source_ids: [], advertiser: 'Hooli', billing_type: 'REVOLVING' }));
+    const rows = [...w.accounts.values()].map((a) => ({
+      id: a.id, name: a.name, type: a.type, status: a.status, organization_id: a.organization_id, funding_source_ids: [],
+      currency: a.currency, timezone: a.timezone, advertiser: 'Hooli', billing_type: 'REVOLVING', ...(a.test ? { test: true } : {}),
+    }));
     return paged(req, reply, rows, (a) => ({ sub_request_status: 'SUCCESS', adaccount: a }), 'adaccounts');
-  });
-  app.get('/v1/adaccounts/:id', async (req, reply) => {
-    const a = accountOr404(reply, acct(req));
-    return a && ok({ adaccounts: [{ sub_request_status: 'SUCCESS', adaccount: a }] });
   });
 
   // Campaigns
@@ -158,7 +149,7 @@ export function registerApi(app: FastifyInstance, w: World) {
   app.get('/v1/ads/:id', getOne('ad'));
   app.delete('/v1/ads/:id', remove('ad'));
 
-  if (w.opts.specPaths !== false) {
+  if (w.opts.specPaths) {
     app.post('/v1/adaccounts/:id/adsquads', { onRequest: logPath('spec') }, batch('adsquad', 'create', acct));
     app.put('/v1/adaccounts/:id/adsquads', { onRequest: logPath('spec') }, batch('adsquad', 'update', acct));
     app.post('/v1/adaccounts/:id/ads', { onRequest: logPath('spec') }, batch('ad', 'create', acct));
@@ -194,7 +185,12 @@ export function registerApi(app: FastifyInstance, w: World) {
       const target = kind === 'adaccounts' ? (w.accounts.has(id) ? { kind: 'adaccount' as const, id } : undefined) : w.entities.get(id);
       if (!target || (target.kind !== 'adaccount' && `${target.kind}s` !== kind)) return reply.status(404).send(errorBody('E3003', 'Resource can not be found'));
       try {
-        return ok(statsFor(w, target, req.query as Q));
+        const link = (cursor: string) => {
+          const u = new URL(req.url, `http://${req.headers.host}`);
+          u.searchParams.set('cursor', cursor);
+          return u.toString();
+        };
+        return ok(statsFor(w, target, req.query as Q, link));
       } catch (err) {
         if (err instanceof StatsError) return reply.status(400).send(errorBody(err.code, err.message));
         throw err;

@@ -59,9 +59,12 @@ export function validate(w: World, kind: Kind, accountId: string, f: Record<stri
     if (!Number.isInteger(budget) || budget < 5_000_000) throw new ItemError('Error code: E2005, message: budget must be at least 5000000 micro');
     if (f.bid_micro !== undefined && (!Number.isInteger(f.bid_micro) || f.bid_micro < 10_000)) throw new ItemError('Error code: E2005, message: bid_micro must be at least 10000');
   } else if (kind === 'media') {
+    if (f.ad_account_id !== accountId) throw notFoundItem();
     need(f.type, 'type');
     oneOf(f.type, 'type', ['VIDEO', 'IMAGE', 'LENS_PACKAGE', 'PLAYABLE']);
   } else if (kind === 'creative') {
+    need(f.ad_account_id, 'ad_account_id');
+    if (f.ad_account_id !== accountId) throw notFoundItem();
     need(f.type, 'type');
     oneOf(f.type, 'type', CREATIVE_TYPES);
     need(f.headline, 'headline');
@@ -86,11 +89,27 @@ export function validate(w: World, kind: Kind, accountId: string, f: Record<stri
   }
 }
 
-const READ_ONLY = new Set(['id', 'created_at', 'updated_at', 'delivery_status', 'review_status', 'review_status_reasons', 'media_status', 'packaging_status', 'deleted']);
+/**
+ * The fields a client may write per kind (§3 of the reference); anything else sent is dropped, never echoed.
+ * Objects answer these plus their documented read-only fields, nothing more: an ad squad has campaign_id
+ * (no ad_account_id), an ad has ad_squad_id, and only campaigns show created_at / updated_at.
+ */
+const WRITABLE: Record<Kind, string[]> = {
+  campaign: ['name', 'ad_account_id', 'status', 'start_time', 'end_time', 'daily_budget_micro', 'lifetime_spend_cap_micro', 'objective', 'objective_v2_properties', 'buy_model'],
+  adsquad: ['campaign_id', 'name', 'type', 'status', 'targeting', 'placement_v2', 'placement', 'billing_event', 'optimization_goal', 'bid_strategy', 'bid_micro',
+    'daily_budget_micro', 'lifetime_budget_micro', 'delivery_constraint', 'start_time', 'end_time'],
+  media: ['name', 'type', 'ad_account_id'],
+  creative: ['ad_account_id', 'name', 'type', 'headline', 'brand_name', 'top_snap_media_id', 'profile_properties', 'shareable', 'call_to_action', 'web_view_properties'],
+  ad: ['ad_squad_id', 'creative_id', 'name', 'type', 'status'],
+};
+/** Fields the network sets (kept across a PUT, which replaces the writable ones). */
+const SERVER_SET = ['media_status', 'file_name', 'download_link', 'review_status', 'review_status_reasons', 'packaging_status'];
+
+const writable = (kind: Kind, input: Record<string, any>) => Object.fromEntries(Object.entries(input).filter(([k]) => WRITABLE[kind].includes(k)));
 
 export function create(w: World, kind: Kind, accountId: string, input: Record<string, any>): Entity {
-  const f = Object.fromEntries(Object.entries(input).filter(([k]) => !READ_ONLY.has(k)));
-  if (kind !== 'campaign') f.ad_account_id = accountId;
+  const f = writable(kind, input);
+  if (kind === 'media') f.ad_account_id ??= accountId;
   validate(w, kind, accountId, f);
   if (kind === 'media') f.media_status = 'PENDING_UPLOAD';
   if (kind === 'creative') Object.assign(f, { review_status: 'PENDING_REVIEW', packaging_status: 'PENDING' });
@@ -107,12 +126,17 @@ export function create(w: World, kind: Kind, accountId: string, input: Record<st
   return e;
 }
 
-/** PUT replaces the listed entity by id; omitted mutable fields keep their value (read-modify-write friendly). */
+/**
+ * PUT replaces the listed entity by id (whether Snap accepts a partial body is undocumented, so the
+ * strict choice): the item must carry every required field again; omitted optional fields are cleared.
+ */
 export function update(w: World, kind: Kind, accountId: string, input: Record<string, any>): Entity {
   const e = getLive(w, kind, input.id, accountId);
-  const next = { ...e.fields };
-  for (const [k, v] of Object.entries(input)) if (!READ_ONLY.has(k)) next[k] = v;
+  const next: Record<string, any> = writable(kind, input);
+  for (const k of SERVER_SET) if (k in e.fields) next[k] = e.fields[k];
+  if (kind === 'media') next.ad_account_id ??= accountId;
   if (kind === 'campaign' && next.ad_account_id !== accountId) throw notFoundItem();
+  if (kind === 'ad' && next.ad_squad_id !== e.fields.ad_squad_id) throw new ItemError('Error code: E2007, message: ad_squad_id cannot change');
   if (kind === 'adsquad' && next.campaign_id !== e.fields.campaign_id) throw new ItemError('Error code: E2007, message: campaign_id cannot change');
   validate(w, kind, accountId, next);
   e.fields = next;
@@ -158,11 +182,20 @@ export function touchActivity(w: World, e: Entity): void {
   }
 }
 
-/** Review moves forward on read: creatives PENDING_REVIEW -> APPROVED, ads PENDING -> APPROVED (unless rejected by the operator). */
-export function view(w: World, e: Entity): Record<string, any> {
+/**
+ * Review moves forward on a later read: creatives PENDING_REVIEW -> APPROVED, ads PENDING -> APPROVED
+ * (unless rejected by the operator). The answer to the create itself shows the pending state.
+ */
+export function view(w: World, e: Entity, advance = true): Record<string, any> {
+  if (!advance) return shown(w, e);
   if (e.kind === 'creative' && e.fields.review_status === 'PENDING_REVIEW') Object.assign(e.fields, { review_status: 'APPROVED', packaging_status: 'SUCCESS' });
   if (e.kind === 'ad' && e.fields.review_status === 'PENDING') e.fields.review_status = 'APPROVED';
-  const base = { id: e.id, created_at: e.created_at, updated_at: e.updated_at, ...e.fields, ...(e.deleted ? { deleted: true } : {}) };
+  return shown(w, e);
+}
+
+function shown(w: World, e: Entity): Record<string, any> {
+  const times = e.kind === 'campaign' ? { created_at: e.created_at, updated_at: e.updated_at } : {};
+  const base = { id: e.id, ...times, ...e.fields, ...(e.deleted ? { deleted: true } : {}) };
   if (e.kind === 'campaign' || e.kind === 'adsquad' || e.kind === 'ad') return { ...base, delivery_status: deliveryStatus(w, e) };
   return base;
 }

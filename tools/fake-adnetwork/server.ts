@@ -1,4 +1,4 @@
-import Fastify from 'fastify';
+import Fastify, { type FastifyRequest } from 'fastify';
 import { errorBody, registerApi } from './api.js';
 import { touchActivity } from './entities.js';
 import { checkToken, registerOAuth } from './oauth.js';
@@ -53,9 +53,42 @@ export async function startFakeAdNetwork(opts: FakeOptions = {}) {
     if (over(`token:${who.token}`, opts.tokenRps ?? 10) || over(`app:${who.clientId}`, opts.appRps ?? 20)) return tooMany();
   });
 
-  app.addHook('preHandler', async (req) => {
+  // Idempotency (test option, off by default like Snap): a write repeating its key gets the first answer.
+  const idemKey = (req: FastifyRequest) => {
+    const key = req.headers['idempotency-key'];
+    return opts.idempotency && req.method !== 'GET' && typeof key === 'string' ? `${req.method} ${req.url.split('?')[0]} ${key}` : undefined;
+  };
+
+  app.addHook('preHandler', async (req, reply) => {
     const entry = (req as unknown as { fakeEntry?: (typeof w.requests)[number] }).fakeEntry;
     if (entry && req.body && typeof req.body === 'object' && !Buffer.isBuffer(req.body)) entry.body = structuredClone(req.body);
+    const sw = w.switches;
+    if (entry && sw.failRequests > 0 && sw.failMatch.test(`${req.method} ${entry.path}`)) {
+      if (sw.failSkip > 0) sw.failSkip--;
+      else {
+        sw.failRequests--;
+        entry.status = 400;
+        return reply.status(400).send(errorBody('E2001', 'Injected failure: the network refused this request'));
+      }
+    }
+    const k = idemKey(req);
+    const seen = k ? w.idempotency.get(k) : undefined;
+    if (seen) return reply.status(seen.status).type('application/json').send(seen.payload);
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    const k = idemKey(req);
+    if (k && reply.statusCode < 300 && typeof payload === 'string' && !w.idempotency.has(k)) w.idempotency.set(k, { status: reply.statusCode, payload });
+    return payload;
+  });
+
+  // Errors keep the documented ERROR envelope: unknown paths (undocumented endpoints) and unparsable bodies.
+  app.setNotFoundHandler((req, reply) => {
+    reply.status(404).send(errorBody('E3003', `Resource can not be found: ${req.method} ${req.url.split('?')[0]}`));
+  });
+  app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
+    const status = err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
+    reply.status(status).send(errorBody(status < 500 ? 'E2001' : 'E5000', err.message));
   });
 
   // Failure injection: process the request, then cut the connection before the answer arrives.
@@ -95,6 +128,10 @@ export async function startFakeAdNetwork(opts: FakeOptions = {}) {
     dropResponses(n: number, match?: RegExp) {
       w.switches.dropResponses = n;
       w.switches.dropMatch = match;
+    },
+    /** The next n requests matching `METHOD /v1/path` (after skipping `skip` of them) answer 400 E2001. */
+    failRequests(n: number, match: RegExp, skip = 0) {
+      Object.assign(w.switches, { failRequests: n, failMatch: match, failSkip: skip });
     },
     /** Removes the grant (as a user would in their connected apps): refresh -> invalid_grant, tokens -> 401. */
     revokeAll() {

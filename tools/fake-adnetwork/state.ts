@@ -49,9 +49,9 @@ export interface FakeOptions {
   appRps?: number;
   /** Send Retry-After (seconds) with 429s; off by default. */
   retryAfterS?: number;
-  /** Dedupe POSTs on Idempotency-Key (default off, like Snap). */
+  /** Dedupe writes (POST, PUT, DELETE, upload) on Idempotency-Key (default off, like Snap). */
   idempotency?: boolean;
-  /** Accept the spec's ad-squad/ad write paths under /adaccounts (default on). */
+  /** Accept the spec's ad-squad/ad write paths under /adaccounts (default off: they are not documented). */
   specPaths?: boolean;
   /** Seed of the deterministic stats. */
   seed?: number;
@@ -89,14 +89,14 @@ export function createWorld(opts: FakeOptions) {
     codes: new Map<string, { grantId?: string; clientId: string; redirectUri: string; challenge?: string; method?: string; expiresAt: number; used: boolean; scope: string }>(),
     grants: new Map<string, Grant>(),
     tokens: new Map<string, { grantId: string; expiresAt: number }>(),
-    idempotency: new Map<string, unknown>(),
+    idempotency: new Map<string, { status: number; payload: string }>(),
     lastAdByCreative: new Map<string, number>(),
     /** Every API request (not OAuth), for tests counting outbound calls. */
     requests: [] as { method: string; path: string; at: number; idempotencyKey?: string; status?: number; body?: any }[],
     tokenRequests: [] as { grant_type: string; at: number; status: number }[],
     /** Which write path style the client used (documented vs the spec's aliases). */
     pathLog: [] as { path: string; style: 'documented' | 'spec' }[],
-    switches: { force429: 0, dropResponses: 0, dropMatch: undefined as RegExp | undefined },
+    switches: { force429: 0, dropResponses: 0, dropMatch: undefined as RegExp | undefined, failRequests: 0, failMatch: /$^/, failSkip: 0 },
   };
 }
 

@@ -53,14 +53,30 @@ function checkBoundary(iso: string, tz: string, granularity: string, which: stri
   return p.day;
 }
 
-/** Builds the stats answer for GET /{kind}s/{id}/stats (DAY and TOTAL granularity). */
-export function statsFor(w: World, target: Entity | { kind: 'adaccount'; id: string }, q: Record<string, string | undefined>) {
+const TYPE_NAME = { ad: 'AD', adsquad: 'AD_SQUAD', campaign: 'CAMPAIGN', adaccount: 'AD_ACCOUNT', media: 'MEDIA', creative: 'CREATIVE' } as const;
+
+/** Parses `limit` (50..1000, only with breakdown) and the opaque cursor of a breakdown page. */
+function breakdownPage(q: Record<string, string | undefined>) {
+  if (q.limit === undefined) return undefined;
+  if (!q.breakdown) throw new StatsError('E1008', 'Pagination limit can only be used with breakdown query');
+  const limit = Number(q.limit);
+  if (!Number.isInteger(limit) || limit < 50 || limit > 1000) throw new StatsError('E1007', 'limit must be between 50 and 1000');
+  const offset = q.cursor ? Number(Buffer.from(q.cursor, 'base64url').toString()) || 0 : 0;
+  return { limit, offset };
+}
+
+/**
+ * Builds the stats answer for GET /{kind}s/{id}/stats (DAY and TOTAL granularity). Without breakdown
+ * it is the entity's own series; with breakdown=<level> it holds only the children under
+ * breakdown_stats.<level> (the parent's own series is not in that answer), paged when limit is set.
+ */
+export function statsFor(w: World, target: Entity | { kind: 'adaccount'; id: string }, q: Record<string, string | undefined>, link: (cursor: string) => string) {
   const acctId = target.kind === 'adaccount' ? target.id : (target as Entity).ad_account_id;
   const tz = w.accounts.get(acctId)!.timezone;
   const granularity = (q.granularity ?? 'TOTAL').toUpperCase();
   if (!['TOTAL', 'DAY', 'HOUR'].includes(granularity)) throw new StatsError('E1002', 'granularity must be TOTAL, DAY or HOUR');
   if (granularity === 'HOUR') throw new StatsError('E1005', 'HOUR granularity is not simulated by this fake');
-  if (q.limit !== undefined && !q.breakdown) throw new StatsError('E1008', 'Pagination limit can only be used with breakdown query');
+  const page = breakdownPage(q);
   const fields = q.fields ? q.fields.split(',').filter((f) => (STAT_FIELDS as readonly string[]).includes(f)) : [...STAT_FIELDS];
   if (!q.start_time || !q.end_time) throw new StatsError('E1003', 'start_time and end_time are required');
   const start = checkBoundary(q.start_time, tz, granularity, 'start time');
@@ -70,30 +86,35 @@ export function statsFor(w: World, target: Entity | { kind: 'adaccount'; id: str
   for (let d = start; d < end && days.length < 93; d = addDays(d, 1)) days.push(d);
   const breakdown = q.breakdown as 'ad' | 'adsquad' | 'campaign' | undefined;
   if (breakdown && !['ad', 'adsquad', 'campaign'].includes(breakdown)) throw new StatsError('E1002', 'breakdown must be ad, adsquad or campaign');
-  const ads = adsUnder(w, target);
   const series = (group: Entity[]) =>
     days.map((d) => ({ start_time: midnightIso(d, tz), end_time: midnightIso(addDays(d, 1), tz), stats: sum(group.map((a) => adDay(w, a, d)), fields) }));
-  const typeName = { ad: 'AD', adsquad: 'AD_SQUAD', campaign: 'CAMPAIGN', adaccount: 'AD_ACCOUNT', media: 'MEDIA', creative: 'CREATIVE' }[target.kind];
-  const base = { id: target.id, type: typeName, granularity, start_time: midnightIso(start, tz), end_time: midnightIso(end, tz), finalized_data_end_time: new Date(Date.now() - 15 * 60_000).toISOString() };
-  let breakdownStats: Record<string, unknown[]> | undefined;
-  if (breakdown) {
-    const keyOf = (a: Entity) => (breakdown === 'ad' ? a.id : breakdown === 'adsquad' ? a.fields.ad_squad_id : w.entities.get(a.fields.ad_squad_id)?.fields.campaign_id);
-    const groups = new Map<string, Entity[]>();
-    // Every child appears, with zeros when it has no ads, unless omit_empty.
-    const children = [...w.entities.values()].filter((x) => !x.deleted && x.kind === breakdown && (target.kind === 'adaccount' ? x.ad_account_id === target.id : adsUnderIncludes(w, target as Entity, x)));
-    for (const c of children) groups.set(c.id, []);
-    for (const a of ads) groups.get(keyOf(a))?.push(a);
-    let rows = [...groups.entries()].map(([id, g]) =>
-      granularity === 'TOTAL' ? { id, type: breakdown.toUpperCase().replace('ADSQUAD', 'AD_SQUAD'), stats: sum(days.map((d) => sum(g.map((a) => adDay(w, a, d)), fields)), fields) }
-        : { id, type: breakdown.toUpperCase().replace('ADSQUAD', 'AD_SQUAD'), timeseries: series(g) });
-    if (q.omit_empty === 'true') rows = rows.filter((r) => JSON.stringify(r).match(/":[1-9]/));
-    breakdownStats = { [breakdown]: rows };
+  const total = (group: Entity[]) => sum(days.map((d) => sum(group.map((a) => adDay(w, a, d)), fields)), fields);
+  const base = { id: target.id, type: TYPE_NAME[target.kind], granularity, start_time: midnightIso(start, tz), end_time: midnightIso(end, tz), finalized_data_end_time: new Date(Date.now() - 15 * 60_000).toISOString() };
+  const wrap = (stat: Record<string, unknown>, paging?: { next_link?: string }) =>
+    granularity === 'TOTAL'
+      ? { ...(paging ? { paging } : {}), total_stats: [{ sub_request_status: 'SUCCESS', total_stat: { ...base, ...stat } }] }
+      : { ...(paging ? { paging } : {}), timeseries_stats: [{ sub_request_status: 'SUCCESS', timeseries_stat: { ...base, ...stat } }] };
+  const ads = adsUnder(w, target);
+  if (!breakdown) return wrap(granularity === 'TOTAL' ? { stats: total(ads) } : { timeseries: series(ads) });
+
+  const keyOf = (a: Entity) => (breakdown === 'ad' ? a.id : breakdown === 'adsquad' ? a.fields.ad_squad_id : w.entities.get(a.fields.ad_squad_id)?.fields.campaign_id);
+  const groups = new Map<string, Entity[]>();
+  // Every child appears (in creation order), with zeros when it has no ads, unless omit_empty.
+  const children = [...w.entities.values()]
+    .filter((x) => !x.deleted && x.kind === breakdown && (target.kind === 'adaccount' ? x.ad_account_id === target.id : adsUnderIncludes(w, target as Entity, x)))
+    .sort((a, b) => a.created_at.localeCompare(b.created_at));
+  for (const c of children) groups.set(c.id, []);
+  for (const a of ads) groups.get(keyOf(a))?.push(a);
+  let rows: Record<string, unknown>[] = [...groups.entries()].map(([id, g]) =>
+    granularity === 'TOTAL' ? { id, stats: total(g) } : { id, type: TYPE_NAME[breakdown], timeseries: series(g) });
+  if (q.omit_empty === 'true') rows = rows.filter((r) => JSON.stringify(r).match(/":[1-9]/));
+  let paging: { next_link?: string } | undefined;
+  if (page) {
+    const more = page.offset + page.limit < rows.length;
+    rows = rows.slice(page.offset, page.offset + page.limit);
+    paging = more ? { next_link: link(Buffer.from(String(page.offset + page.limit)).toString('base64url')) } : {};
   }
-  if (granularity === 'TOTAL') {
-    const stats = sum(days.map((d) => sum(ads.map((a) => adDay(w, a, d)), fields)), fields);
-    return { total_stats: [{ sub_request_status: 'SUCCESS', total_stat: { ...base, stats, ...(breakdownStats ? { breakdown_stats: breakdownStats } : {}) } }] };
-  }
-  return { timeseries_stats: [{ sub_request_status: 'SUCCESS', timeseries_stat: { ...base, timeseries: series(ads), ...(breakdownStats ? { breakdown_stats: breakdownStats } : {}) } }] };
+  return wrap({ breakdown_stats: { [breakdown]: rows } }, paging);
 }
 
 function adsUnderIncludes(w: World, parent: Entity, child: Entity): boolean {
