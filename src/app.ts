@@ -16,6 +16,9 @@ export async function buildApp({ logger, plugins, version }: { logger: Logger; p
     // up to 20% on the smallest routes (measured on the bundle version check). Failures are logged by
     // the error handler, with the request id, through the service's own logger.
     bodyLimit: 1024 * 1024,
+    // While closing, requests already on an open connection are served, not answered 503: a rolling
+    // restart must not fail requests that arrived before the listener closed.
+    return503OnClosing: false,
     trustProxy: true,
     requestIdHeader: false,
     genReqId: (req) => {

@@ -33,7 +33,11 @@ import { createLocalStorage } from './modules/export/storage.js';
 import { createExportStore } from './modules/export/store.js';
 import { createExchangeRateService } from './modules/exchange-rates/service.js';
 import { createExchangeRateStore } from './modules/exchange-rates/store.js';
+import { createLifecycle } from './modules/health/lifecycle.js';
 import { healthRoutes } from './modules/health/routes.js';
+import { createMetrics } from './modules/metrics/metrics.js';
+import { metricsRoutes } from './modules/metrics/routes.js';
+import { createMetricsStore } from './modules/metrics/store.js';
 import { identityRoutes } from './modules/identity/routes.js';
 import { createIdentityService } from './modules/identity/service.js';
 import { createIdentityStore } from './modules/identity/store.js';
@@ -171,8 +175,15 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   let refreshing: Promise<unknown> = Promise.resolve();
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
 
+  // Operations endpoints (/livez, /readyz, /metrics): every role serves them; metrics first, its hooks see every route.
+  const lifecycle = createLifecycle();
+  const metrics = createMetrics({ db, store: createMetricsStore(db), onError: (err) => logger.warn({ err }, 'metrics read failed') });
+  const opsPlugins: FastifyPluginAsync[] = [
+    metricsRoutes({ metrics, token: config.metricsToken }),
+    healthRoutes({ db, version: config.version, lifecycle }),
+  ] as FastifyPluginAsync[];
   const plugins: FastifyPluginAsync[] = [
-    healthRoutes({ db, version: config.version }),
+    ...opsPlugins,
     identityRoutes({ identity, tokens }),
     tenancyRoutes({ auth, tenancy }),
     apiKeyRoutes({ auth, keys }),
@@ -216,5 +227,8 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     await foldWorkers.close();
     await limiter.close();
   };
-  return { plugins, jobHandlers, close };
+  const drain = () => {
+    lifecycle.draining = true;
+  };
+  return { plugins, opsPlugins, jobHandlers: metrics.instrumentJobs(jobHandlers), drain, close };
 }

@@ -54,6 +54,8 @@ export interface Config {
   rateLimits: 'global' | 'local';
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** ROLE=worker serves /livez, /readyz and /metrics on this port when set (OPS_PORT). */
+  opsPort?: number;
   /** Whether this process serves HTTP / runs workers, derived from role. */
   runsApi: boolean;
   runsWorkers: boolean;
@@ -144,6 +146,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 4000, 0, 5000),
     rateLimits,
     metricsToken: env.METRICS_TOKEN || undefined,
+    opsPort: env.OPS_PORT ? int(env, 'OPS_PORT', 0, 0, 65535) : undefined,
     runsApi: role !== 'worker',
     runsWorkers: role !== 'api',
     version: env.npm_package_version ?? '0.1.0',

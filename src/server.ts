@@ -29,7 +29,7 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
   await ensureEventPartitions(db);
 
   const jobs = createJobQueue({ url: databaseUrl, runsWorkers: config.runsWorkers, onError: (err) => logger.error({ err }, 'job queue error') });
-  const { plugins, jobHandlers, close } = await compose({ db, databaseUrl, config, jobs, logger });
+  const { plugins, opsPlugins, jobHandlers, drain, close } = await compose({ db, databaseUrl, config, jobs, logger });
   await jobs.start(jobHandlers);
 
   let app: FastifyInstance | undefined;
@@ -38,6 +38,11 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
     app = await buildApp({ logger, plugins, version: config.version });
     url = await app.listen({ port: config.port, host: config.host });
     logger.info({ url, role: config.role }, 'service listening');
+  } else if (config.opsPort !== undefined) {
+    // A worker serves only /livez, /readyz and /metrics, on a port of its own.
+    app = await buildApp({ logger, plugins: opsPlugins, version: config.version });
+    url = await app.listen({ port: config.opsPort, host: config.host });
+    logger.info({ url, role: config.role }, 'operations endpoints listening');
   }
 
   let stopping: Promise<void> | undefined;
@@ -47,6 +52,10 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
     databaseUrl,
     stop: () =>
       (stopping ??= (async () => {
+        // Graceful: /readyz answers 503 from now on; close() stops accepting connections, waits for the
+        // requests in flight (long-lived responses such as event streams end in a preClose hook), then
+        // the workers finish their current job and the pool closes.
+        drain();
         await app?.close();
         await jobs.stop().catch((err) => logger.warn({ err }, 'job queue stop failed'));
         await close();
