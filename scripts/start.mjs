@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureSdkBuilt } from './build-sdk.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const entry = path.join(root, 'dist', 'main.js');
@@ -17,6 +18,7 @@ function newest(dir) {
   return t;
 }
 
+ensureSdkBuilt();
 if (!existsSync(entry) || statSync(entry).mtimeMs < newest(path.join(root, 'src'))) {
   console.log('building…');
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')], { stdio: 'inherit' });

@@ -5,12 +5,14 @@ import { readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureSdkBuilt } from './build-sdk.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 const args = process.argv.slice(2);
 const only = args.filter((a) => !a.startsWith('--'));
 
+ensureSdkBuilt();
 if (!args.includes('--no-typecheck')) {
   console.log('type-checking…');
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], { stdio: 'inherit' });

@@ -1,1 +1,7 @@
-export const SDK_VERSION = '0.1.0';
+export { Client, createClient, type ClientOptions, type DeviceInfo, type SdkError } from './client.js';
+export type { Bundle, FlagDefinition } from './config.js';
+export { SDK_VERSION } from './constants.js';
+export type { FetchLike } from './http.js';
+export { bucketOf, murmur3 } from './murmur.js';
+export { OPERATORS, validateRules, type Operator, type Rule, type RuleProblem } from './rules.js';
+export { localStorageAdapter, memoryStorage, type Storage } from './storage.js';

@@ -5,6 +5,7 @@ import type { ActivityStore } from '../activity/store.js';
 import type { BundleService } from '../bundles/service.js';
 import type { ContentKind, ContentStore, FlagRow, ItemRow, ItemStatus } from './store.js';
 import { checkFreeForm, MAX_FLAGS, MAX_ITEMS_PER_KIND } from './validate.js';
+import { checkFlagRules } from './flag-rules.js';
 
 type Actor = Pick<CustomerContext, 'userId' | 'role'>;
 export type ItemInput = Record<string, unknown> & { name?: string; sdk_min_version?: string | null };
@@ -164,6 +165,7 @@ export function createContentService({ store, bundles, activity }: { store: Cont
     async putFlag(scope: Scope, actor: Actor, key: string, input: { enabled: boolean; rules?: unknown[]; rollout_pct?: number; description?: string | null; sdk_min_version?: string | null }) {
       const rules = input.rules ?? [];
       checkFreeForm({ rules, description: input.description ?? undefined });
+      checkFlagRules(rules);
       const { result, bundle } = await bundles.change(scope, actor.userId, async (tx) => {
         const existing = await store.getFlag(scope, key, tx);
         if (!existing && (await store.countFlags(scope, tx)) >= MAX_FLAGS) throw new AppError('conflict', `An app holds at most ${MAX_FLAGS} feature flags`);
