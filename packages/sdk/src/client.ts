@@ -41,7 +41,7 @@ export interface ClientOptions {
   /** Default analytics consent until `setConsent` is called. */
   consent?: { analytics: boolean };
   /** Tests only: shorter waits. Production uses the contract's values. */
-  timing?: { retryDelaysMs?: number[]; lockRecheckMs?: number; random?: () => number };
+  timing?: { retryDelaysMs?: number[]; lockRecheckMs?: number; requestTimeoutMs?: number; random?: () => number };
 }
 
 interface Bootstrap {
@@ -147,10 +147,12 @@ export class Client {
   }
 
   private async refresh(): Promise<void> {
-    const work = Promise.all([
-      this.bootstrap(),
-      this.locked ? null : this.config.download(K.CONFIG_TIMEOUT_MS).catch((e) => this.report('config_failed', `config bundle: ${e.message}`)),
-    ]);
+    // In parallel, so one round trip of waiting; the bundle is applied only if bootstrap brought no lock.
+    const boot = this.bootstrap();
+    const download = this.locked
+      ? null
+      : this.config.download(K.CONFIG_TIMEOUT_MS, boot.then(() => !this.locked)).catch((e) => this.report('config_failed', `config bundle: ${e.message}`));
+    const work = Promise.all([boot, download]);
     await Promise.race([work, this.sleep(K.CONFIG_TIMEOUT_MS)]);
   }
 
@@ -336,8 +338,8 @@ export class Client {
     let r: HttpAnswer;
     try {
       r = ident
-        ? await this.call('POST', '/api/v1/ingest/identify', ident, K.REQUEST_TIMEOUT_MS)
-        : await this.call('POST', '/api/v1/ingest/events', `{"batch":[${batch.map((q) => q.json).join(',')}]}`, K.REQUEST_TIMEOUT_MS);
+        ? await this.call('POST', '/api/v1/ingest/identify', ident, this.requestTimeoutMs)
+        : await this.call('POST', '/api/v1/ingest/events', `{"batch":[${batch.map((q) => q.json).join(',')}]}`, this.requestTimeoutMs);
     } catch (e) {
       if (!(e instanceof NetworkError)) throw e;
       this.report('delivery_failed', e.message);
@@ -418,7 +420,7 @@ export class Client {
       .filter((k) => opts[k as 'q'])
       .map((k) => `${k}=${encodeURIComponent(opts[k as 'q']!)}`)
       .join('&');
-    const r = await this.call('GET', `/api/v1/sdk/option-sets/${encodeURIComponent(setId)}${qs ? `?${qs}` : ''}`, undefined, K.REQUEST_TIMEOUT_MS);
+    const r = await this.call('GET', `/api/v1/sdk/option-sets/${encodeURIComponent(setId)}${qs ? `?${qs}` : ''}`, undefined, this.requestTimeoutMs);
     if (r.status !== 200) throw new Error(`option set ${setId}: ${r.status} ${r.body?.detail ?? ''}`);
     return r.body.data;
   }
@@ -446,6 +448,10 @@ export class Client {
   }
 
   // ---- helpers ----
+
+  private get requestTimeoutMs(): number {
+    return this.o.timing?.requestTimeoutMs ?? K.REQUEST_TIMEOUT_MS;
+  }
 
   private userKey(): string {
     return this.state?.userId ?? this.state?.anonId ?? '';

@@ -51,10 +51,10 @@ export class ConfigStore {
     } else this.bundle = b ?? null;
   }
 
-  /** Downloads the bundle unless the cached one is current (If-None-Match). */
-  async download(timeoutMs: number): Promise<void> {
+  /** Downloads the bundle unless the cached one is current (If-None-Match); applied once `accept` says yes. */
+  async download(timeoutMs: number, accept: Promise<boolean> | boolean = true): Promise<void> {
     const r = await this.get(BUNDLE_PATH, this.etag ? { 'if-none-match': this.etag } : {}, timeoutMs);
-    if (r.status !== 200 || !r.body?.data?.content) return;
+    if (r.status !== 200 || !r.body?.data?.content || !(await accept)) return;
     const bundle = r.body.data as Bundle;
     if (this.bundle && bundle.bundle_version < this.bundle.bundle_version) return;
     this.bundle = bundle;
