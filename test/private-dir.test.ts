@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { freePort } from './helpers/processes.js';
+
+// The checkout in a directory only root may enter (0700, as `mktemp -d` and /root are): `npm start`
+// and `npm test` must still run their embedded PostgreSQL, which runs as its own user under root.
+// The copy is the working tree as it is (tracked and new files, and the build outputs, timestamps
+// kept, so `npm start` rebuilds exactly what it would rebuild here) with node_modules hard-linked, so
+// PostgreSQL's binaries really sit under the private directory; .test-data shares their filesystem.
+
+const root = path.resolve(import.meta.dirname, '..');
+mkdirSync(path.join(root, '.test-data'), { recursive: true });
+const privateDir = mkdtempSync(path.join(root, '.test-data', 'private-'));
+const clone = path.join(privateDir, 'checkout');
+const children: ChildProcess[] = [];
+
+after(() => {
+  for (const ch of children) if (ch.exitCode === null && ch.signalCode === null) ch.kill('SIGKILL');
+  rmSync(privateDir, { recursive: true, force: true });
+});
+
+function copyCheckout(): void {
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' });
+  for (const f of files.split('\0').filter(Boolean)) {
+    if (existsSync(path.join(root, f))) cpSync(path.join(root, f), path.join(clone, f), { preserveTimestamps: true });
+  }
+  for (const built of ['dist', 'console/dist', 'packages/sdk/dist']) {
+    if (existsSync(path.join(root, built))) cpSync(path.join(root, built), path.join(clone, built), { recursive: true, preserveTimestamps: true });
+  }
+  for (const modules of ['node_modules', 'console/node_modules']) {
+    if (existsSync(path.join(root, modules))) execFileSync('cp', ['-al', path.join(root, modules), path.join(clone, modules)]);
+  }
+}
+
+/** The environment of a user's shell: none of this test run's database settings. */
+function userEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
+  for (const k of ['TEST_PG_URL', 'TEST_PG_PORT', 'DATABASE_URL', 'DATA_DIR', 'NODE_TEST_CONTEXT']) delete env[k];
+  return env;
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, args, { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return { child, output: () => out };
+}
+
+const exited = (ch: ChildProcess) =>
+  new Promise<number | null>((r) => (ch.exitCode !== null ? r(ch.exitCode) : ch.once('exit', (code) => r(code))));
+
+describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 ? 'root' : 'a user'), () => {
+  it('npm start serves and stops, and npm test runs a test file', async () => {
+    chmodSync(privateDir, 0o700);
+    copyCheckout();
+    assert.equal(statSync(privateDir).mode & 0o007, 0, 'others cannot enter the directory above the checkout');
+
+    // npm start: builds, starts PostgreSQL under ./data (inside the private directory), serves.
+    const port = await freePort();
+    const npm = process.env.npm_execpath;
+    const startArgs = npm && npm.endsWith('.js') ? [npm, 'start'] : ['scripts/start.mjs'];
+    const env = userEnv({ PORT: String(port), HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()) });
+    const start = run(startArgs, env);
+    const until = Date.now() + 120_000; // a build on a busy machine
+    for (;;) {
+      if (start.child.exitCode !== null) assert.fail(`npm start exited ${start.child.exitCode}:\n${start.output()}`);
+      const r = await fetch(`http://127.0.0.1:${port}/api/v1/ingest/health`).catch(() => undefined);
+      if (r?.status === 200) break;
+      if (Date.now() > until) assert.fail(`npm start not healthy in time:\n${start.output()}`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    start.child.kill('SIGTERM');
+    assert.equal(await exited(start.child), 0, start.output());
+
+    // npm test, one small file: its own PostgreSQL under .test-data of the private checkout.
+    const t = run(['--import', 'tsx', 'scripts/test.mjs', '--no-typecheck', 'test/startup.test.ts'], userEnv({}));
+    assert.equal(await exited(t.child), 0, t.output());
+    assert.match(t.output(), /ℹ pass [1-9]/);
+    assert.match(t.output(), /ℹ fail 0/);
+  });
+});
