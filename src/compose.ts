@@ -9,6 +9,8 @@ import { createLimitStore, createPgAdNetworkLimiter } from './http/rate-limit-st
 import type { JobHandlers } from './jobs/catalog.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
+import { sealStoredSecrets } from './db/seal-secrets.js';
+import { createSecretBox } from './lib/secret-box.js';
 import { createActivityStore } from './modules/activity/store.js';
 import { createAdNetworkModule } from './modules/ad-network/index.js';
 import { createFunnelAnswers } from './modules/analytics/funnel-answers.js';
@@ -79,11 +81,14 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   const identityStore = createIdentityStore(db);
   const tokens = createTokenService({ store: identityStore, config });
   await tokens.init();
+  // Webhook and export-callback signing secrets are sealed at rest; rows from before migration 018 are sealed now.
+  const secretBox = createSecretBox(config.encryptionKey);
+  await sealStoredSecrets(db, secretBox);
   const identity = createIdentityService({ store: identityStore, tokens });
-  const tenancyStore = createTenancyStore(db);
+  const tenancyStore = createTenancyStore(db, secretBox);
   const tenancy = createTenancyService({ db, store: tenancyStore, users: identityStore, activity });
   const keys = createApiKeyService({ db, store: createApiKeyStore(db), activity, cacheTtlMs: config.keyCacheTtlMs });
-  const settings = createSettingsService({ store: createSettingsStore(db), activity });
+  const settings = createSettingsService({ store: createSettingsStore(db, secretBox), activity });
   const auth = createAuth({ identity, tenancy: tenancyStore, keys });
   const bootstrap = createBootstrapService({ settings, tenancy: tenancyStore });
   const ingest = createIngestService({ store: createIngestStore(db), settings, limiter });
@@ -121,7 +126,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
   // Webhooks and export callbacks: one durable delivery queue; the worker runs in worker roles only.
   const webhookLog = logger.child({ module: 'webhooks' });
-  const webhookQueue = createQueueStore(db);
+  const webhookQueue = createQueueStore(db, secretBox);
   const webhookWorker = createDeliveryWorker({
     queue: webhookQueue,
     outbound,
@@ -133,7 +138,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   // webhooks.sendCallback(scope, { url, secret, eventType, body }) is the export completion callback's sender.
   const webhooks = createWebhookService({
     db,
-    store: createWebhookStore(db),
+    store: createWebhookStore(db, secretBox),
     activity,
     allowPrivateTargets: config.allowPrivateTargets,
     scheduleS: config.webhookRetryScheduleS,
@@ -155,6 +160,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   const exportJobs = createExportJobs({
     ...exportDeps,
     exportTtlHours: config.exportTtlHours,
+    publicUrl: config.publicUrl,
     schemaIntervalS: config.rollupIntervalS,
     onError: (err, where) => exportLog.error({ err, where }, 'export background error'),
   });

@@ -52,6 +52,10 @@ export interface Config {
   keyCacheTtlMs: number;
   /** global: limits shared by every instance through PostgreSQL; local: counted per process (one instance only). */
   rateLimits: 'global' | 'local';
+  /** External base URL of the service (PUBLIC_URL, no trailing slash): makes export callbacks' download_url absolute. */
+  publicUrl?: string;
+  /** Browser origins (scheme://host[:port]) allowed to call the API cross-origin (CORS_ORIGINS); none by default. */
+  corsOrigins: string[];
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** ROLE=worker serves /livez, /readyz and /metrics on this port when set (OPS_PORT). */
@@ -78,6 +82,18 @@ function int(env: Env, name: string, def: number, min: number, max: number): num
 
 function list(raw: string | undefined): string[] {
   return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function origins(raw: string | undefined): string[] {
+  const given = list(raw);
+  for (const o of given) {
+    let ok = false;
+    try {
+      ok = new URL(o).origin === o;
+    } catch {}
+    if (!ok) throw new ConfigError(`CORS_ORIGINS must list origins such as https://console.example.com (no path, no trailing slash), got "${o}"`);
+  }
+  return given;
 }
 
 function loadEncryptionKey(env: Env, dataDir: string): Buffer {
@@ -145,6 +161,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     encryptionKey: Buffer.alloc(0),
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 4000, 0, 5000),
     rateLimits,
+    corsOrigins: origins(env.CORS_ORIGINS),
+    publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
     opsPort: env.OPS_PORT ? int(env, 'OPS_PORT', 0, 0, 65535) : undefined,
     runsApi: role !== 'worker',

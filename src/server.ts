@@ -35,7 +35,7 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
   let app: FastifyInstance | undefined;
   let url: string | undefined;
   if (config.runsApi) {
-    app = await buildApp({ logger, plugins, version: config.version });
+    app = await buildApp({ logger, plugins, version: config.version, corsOrigins: config.corsOrigins });
     url = await app.listen({ port: config.port, host: config.host });
     logger.info({ url, role: config.role }, 'service listening');
   } else if (config.opsPort !== undefined) {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { createSecretBox } from '../src/lib/secret-box.js';
 import { createActivityStore } from '../src/modules/activity/store.js';
 import { createWebhookService } from '../src/modules/webhooks/service.js';
 import { createWebhookStore } from '../src/modules/webhooks/store.js';
@@ -75,7 +76,7 @@ describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
   });
 
   it('refuses export callbacks to private targets at send time', async () => {
-    const svc = createWebhookService({ db: suite.server.db, store: createWebhookStore(suite.server.db), activity: createActivityStore(suite.server.db), allowPrivateTargets: false, scheduleS: [60] });
+    const svc = createWebhookService({ db: suite.server.db, store: createWebhookStore(suite.server.db, createSecretBox(suite.server.config.encryptionKey)), activity: createActivityStore(suite.server.db), allowPrivateTargets: false, scheduleS: [60] });
     await svc.sendCallback({ tenantId: suite.t.orgId, appId: suite.t.appId }, { url: rx.url('/cb'), secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', eventType: 'export.completed', body: { ok: true } });
     const row = await waitFor(async () => (await suite.server.db.query(`SELECT attempts, last_error FROM webhook_deliveries WHERE kind = 'callback' AND last_error IS NOT NULL`)).rows[0], 'callback attempt');
     assert.equal(row.attempts, 1);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { createSecretBox } from '../src/lib/secret-box.js';
 import { createActivityStore } from '../src/modules/activity/store.js';
 import { createWebhookService } from '../src/modules/webhooks/service.js';
 import { createWebhookStore } from '../src/modules/webhooks/store.js';
@@ -195,7 +196,7 @@ describe('fan-out and signed delivery', () => {
     // The export module calls this function; here it is driven directly against the test database.
     const svc = createWebhookService({
       db: suite.server.db,
-      store: createWebhookStore(suite.server.db),
+      store: createWebhookStore(suite.server.db, createSecretBox(suite.server.config.encryptionKey)),
       activity: createActivityStore(suite.server.db),
       allowPrivateTargets: true,
       scheduleS: [1, 1, 1],

@@ -70,7 +70,7 @@ export const forbidden = (why = 'Not allowed') => new AppError('forbidden', why)
 export const invalid = (message: string, path = '') =>
   new AppError('validation_failed', message, [{ path, message }]);
 
-function problem(code: ErrorCode, detail: string, errors?: FieldError[]) {
+export function problem(code: ErrorCode, detail: string, errors?: FieldError[]) {
   const status = ERROR_STATUS[code];
   return { type: 'about:blank', title: TITLES[code], status, detail, code, ...(errors ? { errors } : {}) };
 }

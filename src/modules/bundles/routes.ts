@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { customerOf, keyOf, scopeOf, type Auth } from '../../http/auth.js';
 import { errors, PageMeta, PageQuery, page } from '../../http/schemas.js';
-import { allowEmptyBody, SEMVER_PATTERN } from '../content/validate.js';
+import { SEMVER_PATTERN } from '../content/validate.js';
 import { matches, negotiate, taggedFor, variant, type Served } from './served.js';
 import type { BundleService } from './service.js';
 
@@ -97,7 +97,6 @@ export const bundleRoutes =
     });
 
     app.post('/api/v1/sdk/config-bundle/generate', {
-      onRequest: allowEmptyBody,
       preHandler: auth.customer('admin'),
       schema: { tags, summary: 'Force a new bundle version from the published content (admin+)', response: { 201: Type.Object({ data: Bundle }), ...errors(401, 403) } },
     }, async (req, reply) => {

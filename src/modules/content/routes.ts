@@ -4,7 +4,7 @@ import { customerOf, scopeOf, type Auth } from '../../http/auth.js';
 import { errors, PageMeta, PageQuery, page, Uuid } from '../../http/schemas.js';
 import type { ContentService, ItemInput } from './service.js';
 import type { ContentKind } from './store.js';
-import { allowEmptyBody, KEY_PATTERN, SEMVER_PATTERN } from './validate.js';
+import { KEY_PATTERN, SEMVER_PATTERN } from './validate.js';
 
 // Free-form JSON parts: structure is the customer's; size and depth are bounded in the service (256 KB per item).
 const FreeObject = Type.Object({}, { additionalProperties: true, maxProperties: 1000 });
@@ -134,7 +134,6 @@ export const contentRoutes =
 
       for (const action of ['publish', 'unpublish'] as const) {
         app.post(`${base}/:id/${action}`, {
-          onRequest: allowEmptyBody,
           preHandler: auth.customer('admin'),
           schema: {
             tags,

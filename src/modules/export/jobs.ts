@@ -36,6 +36,8 @@ export interface ExportJobDeps {
   callbackSecret: (scope: Scope) => Promise<string>;
   sendCallback: SendCallback;
   schemaIntervalS: number;
+  /** PUBLIC_URL: the callback's download_url is absolute when set (a receiver has no base to resolve it against). */
+  publicUrl?: string;
   onError?: (err: unknown, what: string) => void;
 }
 
@@ -59,7 +61,7 @@ export function createExportJobs(deps: ExportJobDeps) {
       body: {
         export_id: row.id,
         status: row.status,
-        download_url: completed ? downloadUrl(row.id) : null,
+        download_url: completed ? (deps.publicUrl ?? '') + downloadUrl(row.id) : null,
         event_count: completed ? row.event_count : null,
         file_size_bytes: completed ? row.file_size_bytes : null,
       },

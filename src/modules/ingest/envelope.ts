@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
+import { findJsonViolation } from '../../http/json-bounds.js';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const Uuid = Type.String({ pattern: UUID, maxLength: 36 });
@@ -46,6 +47,8 @@ export interface EventError {
   index: number;
   event_id?: string;
   code: 'missing_field' | 'invalid_field' | 'event_too_large' | 'ts_in_future' | 'ts_too_old';
+  /** JSON pointer of the offending field inside the event ('' for the event as a whole). */
+  path: string;
   message: string;
 }
 
@@ -58,17 +61,24 @@ export function checkEvent(raw: unknown, index: number, now: number): CheckResul
       ? String((raw as { event_id: string }).event_id).slice(0, 64)
       : undefined;
   const base = { index, ...(eventId ? { event_id: eventId } : {}) };
-  const fail = (code: EventError['code'], message: string): CheckResult => ({ ok: false, error: { ...base, code, message } });
+  const fail = (code: EventError['code'], path: string, message: string): CheckResult => ({
+    ok: false,
+    error: { ...base, code, path, message: path ? `${path}: ${message}` : message },
+  });
+  // Bounds and the text rule first: nothing below (schema check, JSON.stringify, PostgreSQL) then
+  // meets a NUL, a lone surrogate or hostile nesting.
+  const violation = findJsonViolation(raw);
+  if (violation) return fail('invalid_field', violation.path, violation.message);
   if (!checker.Check(raw)) {
     const e = checker.Errors(raw).First()!;
     const missing = e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && e.type !== ValueErrorType.Object);
-    return fail(missing ? 'missing_field' : 'invalid_field', `${e.path || '/'}: ${missing ? 'is required' : e.message}`);
+    return fail(missing ? 'missing_field' : 'invalid_field', e.path, missing ? 'is required' : e.message);
   }
   const ev = raw as Envelope;
   const json = JSON.stringify(ev);
   // Byte length only matters when the character count could be over the limit.
-  if (json.length > MAX_EVENT_BYTES / 4 && Buffer.byteLength(json) > MAX_EVENT_BYTES) return fail('event_too_large', `event exceeds ${MAX_EVENT_BYTES} bytes`);
-  if (ev.ts_ms > now + MAX_FUTURE_MS) return fail('ts_in_future', '/ts_ms: more than 24 h in the future');
-  if (ev.ts_ms < now - MAX_PAST_MS) return fail('ts_too_old', '/ts_ms: more than 90 days in the past');
+  if (json.length > MAX_EVENT_BYTES / 4 && Buffer.byteLength(json) > MAX_EVENT_BYTES) return fail('event_too_large', '', `event exceeds ${MAX_EVENT_BYTES} bytes`);
+  if (ev.ts_ms > now + MAX_FUTURE_MS) return fail('ts_in_future', '/ts_ms', 'more than 24 h in the future');
+  if (ev.ts_ms < now - MAX_PAST_MS) return fail('ts_too_old', '/ts_ms', 'more than 90 days in the past');
   return { ok: true, event: ev, json };
 }

@@ -15,7 +15,13 @@ const IngestAnswer = Type.Object({
   sampled: Type.Integer(),
   consent_declined: Type.Integer(),
   errors: Type.Optional(
-    Type.Array(Type.Object({ index: Type.Integer(), event_id: Type.Optional(Type.String()), code: Type.String(), message: Type.String() })),
+    Type.Array(Type.Object({
+      index: Type.Integer(),
+      event_id: Type.Optional(Type.String()),
+      code: Type.String(),
+      path: Type.String({ description: 'JSON pointer of the offending field inside the event' }),
+      message: Type.String(),
+    })),
   ),
 });
 
@@ -28,6 +34,8 @@ export const ingestRoutes =
     app.post('/api/v1/ingest/events', {
       preHandler: auth.sdkKey,
       bodyLimit: MAX_BODY_BYTES,
+      // Each event passes the JSON bounds on its own (checkEvent): a bad one is rejected alone.
+      config: { jsonBounds: 'per-item' },
       schema: {
         tags: ['ingest'],
         summary: 'Ingest a batch of 1 to 500 events; invalid events are rejected alone with their index',

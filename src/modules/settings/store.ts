@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 
 export interface SdkSettings {
   flushInterval: number;
@@ -19,11 +20,13 @@ export interface AppSettings {
 
 const COLS = 'events_per_minute, sampling_rate, timezone, sdk_settings, callback_signing_secret, extra, updated_at';
 
-export function createSettingsStore(db: Queryable) {
+/** The callback signing secret is stored sealed and comes back opened. */
+export function createSettingsStore(db: Queryable, box: SecretBox) {
+  const opened = (s: AppSettings | undefined) => (s ? { ...s, callback_signing_secret: box.open(s.callback_signing_secret) } : s);
   return {
     async get(scope: Scope): Promise<AppSettings | null> {
       const { rows } = await db.query<AppSettings>(`SELECT ${COLS} FROM app_settings WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
-      return rows[0] ?? null;
+      return opened(rows[0]) ?? null;
     },
     async update(scope: Scope, s: Omit<AppSettings, 'updated_at' | 'callback_signing_secret'>): Promise<AppSettings> {
       const { rows } = await db.query<AppSettings>(
@@ -31,7 +34,7 @@ export function createSettingsStore(db: Queryable) {
           WHERE tenant_id = $1 AND app_id = $2 RETURNING ${COLS}`,
         [scope.tenantId, scope.appId, s.events_per_minute, s.sampling_rate, s.timezone, s.sdk_settings, s.extra],
       );
-      return rows[0];
+      return opened(rows[0])!;
     },
   };
 }

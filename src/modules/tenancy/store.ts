@@ -1,4 +1,5 @@
 import type { Queryable, Tx } from '../../db/pool.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 import { newWebhookSecret } from '../../outbound/signer.js';
 
 export type Role = 'owner' | 'admin' | 'member' | 'viewer';
@@ -15,7 +16,7 @@ export interface MembershipRow {
   role: Role;
 }
 
-export function createTenancyStore(db: Queryable) {
+export function createTenancyStore(db: Queryable, box: SecretBox) {
   return {
     async insertOrganization(name: string, ownerId: string, tx: Tx) {
       const { rows } = await tx.query<{ id: string; name: string }>('INSERT INTO organizations (name) VALUES ($1) RETURNING id, name', [name]);
@@ -27,7 +28,7 @@ export function createTenancyStore(db: Queryable) {
       await tx.query('INSERT INTO app_settings (tenant_id, app_id, callback_signing_secret) VALUES ($1, $2, $3)', [
         tenantId,
         rows[0].id,
-        newWebhookSecret(),
+        box.seal(newWebhookSecret()),
       ]);
       return rows[0];
     },

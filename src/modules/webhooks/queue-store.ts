@@ -1,5 +1,6 @@
 import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 import type { AttemptLogEntry, DeliveryRow } from './store.js';
 
 /**
@@ -25,7 +26,7 @@ export interface SuccessOutcome {
 
 const LOG_CAP = 25;
 
-export function createQueueStore(db: Db) {
+export function createQueueStore(db: Db, box: SecretBox) {
   return {
     /**
      * Moves up to `limit` outbox rows into deliveries, one per enabled endpoint of the row's app
@@ -43,10 +44,12 @@ export function createQueueStore(db: Db) {
          ), created AS (
            INSERT INTO webhook_deliveries (tenant_id, app_id, kind, endpoint_id, environment, event_type, body, max_attempts, next_attempt_at)
            SELECT c.tenant_id, c.app_id, 'webhook', e.id, c.environment, c.event_type,
-                  -- { type, timestamp, data } in that order; data is the outbox payload as stored.
+                  -- { type, timestamp, environment, data } in that order; data is the outbox payload's
+                  -- text as written (json, not jsonb: an event's envelope keeps its bytes).
                   '{"type":' || to_json(c.event_type)::text
                     || ',"timestamp":"' || to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-                    || '","data":' || c.payload::text || '}',
+                    || '","environment":' || to_json(c.environment)::text
+                    || ',"data":' || c.payload::text || '}',
                   $2, now()
              FROM claimed c
              JOIN webhook_endpoints e ON e.app_id = c.app_id AND e.tenant_id = c.tenant_id AND e.enabled AND c.event_type = ANY (e.events)
@@ -102,6 +105,8 @@ export function createQueueStore(db: Db) {
                    d.attempts, d.max_attempts, due.url, due.secrets, due.endpoint_failing`,
         [limit, leaseSeconds, saturated, cap.perEndpoint, JSON.stringify(Object.fromEntries(cap.inFlight))],
       );
+      // Secrets are sealed at rest; opened only here, for signing.
+      for (const r of rows) r.secrets = r.secrets.map(box.open);
       return rows;
     },
 

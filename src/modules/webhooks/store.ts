@@ -1,5 +1,6 @@
 import type { Queryable, Tx } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 
 export interface EndpointRow {
   id: string;
@@ -9,6 +10,7 @@ export interface EndpointRow {
   description: string | null;
   events: string[];
   enabled: boolean;
+  /** Sealed (SecretBox); only the delivery worker opens it. */
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -61,8 +63,8 @@ export interface EndpointPatch {
   description?: string | null;
 }
 
-/** Tenant-scoped SQL of the webhook configuration and delivery log. */
-export function createWebhookStore(db: Queryable) {
+/** Tenant-scoped SQL of the webhook configuration and delivery log. Signing secrets are written sealed. */
+export function createWebhookStore(db: Queryable, box: SecretBox) {
   return {
     async countEndpoints(scope: Scope, tx?: Tx): Promise<number> {
       const { rows } = await (tx ?? db).query<{ n: number }>(
@@ -80,7 +82,7 @@ export function createWebhookStore(db: Queryable) {
       const { rows } = await (tx ?? db).query<EndpointRow>(
         `INSERT INTO webhook_endpoints (tenant_id, app_id, url, events, description, enabled, secret, created_by)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${ENDPOINT_COLS}`,
-        [scope.tenantId, scope.appId, e.url, e.events, e.description, e.enabled, e.secret, e.createdBy],
+        [scope.tenantId, scope.appId, e.url, e.events, e.description, e.enabled, box.seal(e.secret), e.createdBy],
       );
       return rows[0];
     },
@@ -123,7 +125,7 @@ export function createWebhookStore(db: Queryable) {
       const { rows } = await db.query<EndpointRow>(
         `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = $5, secret = $4, updated_at = now()
           WHERE tenant_id = $1 AND app_id = $2 AND id = $3 RETURNING ${ENDPOINT_COLS}`,
-        [scope.tenantId, scope.appId, id, secret, overlapUntil],
+        [scope.tenantId, scope.appId, id, box.seal(secret), overlapUntil],
       );
       return rows[0] ?? null;
     },
@@ -182,7 +184,7 @@ export function createWebhookStore(db: Queryable) {
       const { rows } = await db.query<{ id: string }>(
         `INSERT INTO webhook_deliveries (tenant_id, app_id, kind, url, secret, event_type, body, max_attempts, next_attempt_at)
          VALUES ($1, $2, 'callback', $3, $4, $5, $6, $7, now()) RETURNING id`,
-        [scope.tenantId, scope.appId, c.url, c.secret, c.eventType, c.body, c.maxAttempts],
+        [scope.tenantId, scope.appId, c.url, box.seal(c.secret), c.eventType, c.body, c.maxAttempts],
       );
       return rows[0].id;
     },

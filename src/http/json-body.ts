@@ -1,0 +1,65 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Socket } from 'node:net';
+import { AppError, problem } from './errors.js';
+import { findJsonViolation, type JsonViolation } from './json-bounds.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** 'per-item': the route checks each item of its body itself (ingestion rejects a bad event alone). */
+    jsonBounds?: 'per-item';
+  }
+}
+
+export const violationError = (where: string, v: JsonViolation) =>
+  new AppError('validation_failed', `${where}${v.path || ''} ${v.message}`, [{ path: `${where}${v.path}`, message: v.message }]);
+
+/**
+ * How request bodies and query strings are read (docs/api-conventions.md, "Hostile input"):
+ * - JSON only: any other media type answers 415 (Fastify's text/plain parser is removed);
+ * - an empty body (none, or `content-type: application/json` with zero bytes) reads as `{}` on a
+ *   route with a body schema, so actions whose fields are all optional need no body;
+ * - every string and key of the body, query and params passes the bounds and the text rule before
+ *   validation, so nothing unstorable or too deep reaches a handler (400 naming the field).
+ */
+export function registerJsonBodies(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    if (text.trim().length === 0) return done(null, undefined);
+    parse(req, text, (err, value) => {
+      if (err) return done(err);
+      const violation = req.routeOptions.config.jsonBounds === 'per-item' ? null : findJsonViolation(value);
+      if (violation) return done(violationError('/body', violation));
+      done(null, value);
+    });
+  });
+
+  // Callback style: an async hook would cost a promise per request on the hottest routes.
+  app.addHook('preValidation', (req: FastifyRequest, _reply, done) => {
+    if (req.body === undefined && req.routeOptions.schema?.body) req.body = {};
+    const inQuery = findJsonViolation(req.query);
+    if (inQuery) return done(violationError('/querystring', inQuery));
+    const inParams = findJsonViolation(req.params);
+    done(inParams ? violationError('/params', inParams) : undefined);
+  });
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (an unencoded non-ASCII URL, a
+ * malformed header) get a problem+json 400 too, instead of Fastify's bare default.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const detail = err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'Request headers are too large'
+      : 'Malformed HTTP request: percent-encode non-ASCII characters of the URL';
+    const body = JSON.stringify(problem('validation_failed', detail));
+    socket.write(
+      `HTTP/1.1 400 Bad Request\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Content-Type: application/problem+json\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
