@@ -12,6 +12,9 @@ import type { AdNetworkStore, ConnectionStatus } from './store.js';
 export const REVOCATION_NOTE =
   'The stored refresh token was deleted. To revoke the authorization completely, also remove this app from the connected apps of your ad-network account (Business Manager).';
 
+/** Page size of every paged read (the network accepts 50..1000). */
+export const PAGE_LIMIT = 1000;
+
 /** Refresh when less than this share of the token's lifetime remains (and never later than 60 s before expiry). */
 const REFRESH_AT_REMAINING = 0.2;
 
@@ -95,7 +98,7 @@ export function createConnectionService({ db, store, config, client, activity }:
     let next: string | undefined = path;
     let first = true;
     while (next && out.length < max) {
-      const body = await call(scope, { method: 'GET', path: next, query: first ? { limit: 1000 } : undefined }, adAccountId);
+      const body = await call(scope, { method: 'GET', path: next, query: first ? { limit: PAGE_LIMIT } : undefined }, adAccountId);
       first = false;
       for (const x of body[collection] ?? []) if (x?.[item]) out.push(x[item]);
       next = body.paging?.next_link || undefined;

@@ -3,6 +3,7 @@ import { AppError, invalid, notFound } from '../../http/errors.js';
 import type { ExperimentRow, ExperimentStore, VariantRow } from './experiment-store.js';
 import type { Management } from './management.js';
 import type { Ctx } from './service.js';
+import type { AdNetworkStore } from './store.js';
 import type { StatsService } from './stats.js';
 import type { StatRow } from './stats-store.js';
 
@@ -40,28 +41,80 @@ function totals(rows: StatRow[]) {
   return { ...t, spend_usd: t.spend_usd === null ? null : Math.round(t.spend_usd * 1e6) / 1e6 };
 }
 
+/** A network object a start created, with the journal keys that must be undone with it. */
+interface Made {
+  kind: 'adsquad' | 'ad';
+  id: string;
+  keys: string[];
+}
+
 /**
  * Multi-ad-squad creative experiment: one ad squad per variant in one campaign, each carrying one ad
  * with the variant's creative. Start leaves the control ACTIVE and treatments PAUSED; the runner
  * toggles squads; per-variant stats come from the campaign stats broken down by ad squad.
  */
-export function createExperiments({ store, mgmt, stats }: { store: ExperimentStore; mgmt: Management; stats: StatsService }) {
+export function createExperiments({ store, writes, mgmt, stats }: {
+  store: ExperimentStore; writes: Pick<AdNetworkStore, 'markUndone'>; mgmt: Management; stats: StatsService;
+}) {
+  /**
+   * Deletes what a failed start created, newest first (ads before their squads). What cannot be deleted
+   * is paused (squads are created PAUSED anyway) and stays in the write journal; returns those.
+   */
+  async function undo(ctx: Ctx, key: string, made: Made[]): Promise<string[]> {
+    const undone: string[] = [];
+    const left: string[] = [];
+    for (const m of [...made].reverse()) {
+      try {
+        await (m.kind === 'ad' ? mgmt.deleteAd : mgmt.deleteSquad)({ ...ctx, key: `${key}:undo:${m.id}` }, m.id);
+        undone.push(...m.keys);
+      } catch {
+        left.push(`${m.kind} ${m.id}`);
+        if (m.kind === 'adsquad') await mgmt.updateSquad({ ...ctx, key: `${key}:undo-pause:${m.id}` }, m.id, {}, 'pause', 'PAUSED').catch(() => undefined);
+      }
+    }
+    // A retry with the same key must create these again, not replay the deleted objects.
+    await writes.markUndone(ctx.scope, undone, `experiment start ${key} failed midway`);
+    return left;
+  }
+
   return {
+    /**
+     * Every squad is created PAUSED; the control is resumed only once every variant's squad and ad
+     * exist, and the experiment is recorded after that. Any failure on the way undoes what was
+     * created, so no ad squad outside a recorded experiment is left spending.
+     */
     async start(ctx: Ctx, b: ExperimentInput) {
       const key = ctx.key ?? randomUUID();
       const existing = await store.byKey(ctx.scope, key);
       if (existing) return { ...view(existing), replayed: true };
       const variants: Omit<VariantRow, 'id'>[] = [];
-      // Derived keys make a retried start reuse the squads and ads an earlier attempt created.
-      for (const [i, v] of b.variants.entries()) {
-        const status = i === 0 ? 'ACTIVE' : 'PAUSED';
-        const squad = await mgmt.createSquad({ ...ctx, key: `${key}:squad:${i}` }, {
-          campaign_id: b.campaign_id, name: `${b.name} / ${v.name}`, status, daily_budget_usd: b.daily_budget_usd, optimization_goal: b.optimization_goal, countries: b.countries,
-        });
-        const ad = await mgmt.createAd({ ...ctx, key: `${key}:ad:${i}` }, { ad_squad_id: String(squad.object.id), creative_id: v.creative_id, name: `${b.name} / ${v.name}`, status: 'ACTIVE' });
-        variants.push({ position: i, name: v.name, role: i === 0 ? 'control' : 'treatment', creative_id: v.creative_id, adsquad_id: String(squad.object.id), ad_id: String(ad.object.id), status });
+      const made: Made[] = [];
+      let id: string;
+      try {
+        // Derived keys make a retried start reuse the squads and ads an earlier attempt created.
+        for (const [i, v] of b.variants.entries()) {
+          const name = `${b.name} / ${v.name}`;
+          const squadKey = `${key}:squad:${i}`;
+          const squad = await mgmt.createSquad({ ...ctx, key: squadKey }, {
+            campaign_id: b.campaign_id, name, status: 'PAUSED', daily_budget_usd: b.daily_budget_usd, optimization_goal: b.optimization_goal, countries: b.countries,
+          });
+          made.push({ kind: 'adsquad', id: String(squad.object.id), keys: [squadKey] });
+          const adKey = `${key}:ad:${i}`;
+          const ad = await mgmt.createAd({ ...ctx, key: adKey }, { ad_squad_id: String(squad.object.id), creative_id: v.creative_id, name, status: 'ACTIVE' });
+          made.push({ kind: 'ad', id: String(ad.object.id), keys: [adKey] });
+          variants.push({ position: i, name: v.name, role: i === 0 ? 'control' : 'treatment', creative_id: v.creative_id, adsquad_id: String(squad.object.id), ad_id: String(ad.object.id), status: i === 0 ? 'ACTIVE' : 'PAUSED' });
+        }
+        const controlKey = `${key}:control`;
+        made[0].keys.push(controlKey);
+        await mgmt.updateSquad({ ...ctx, key: controlKey }, variants[0].adsquad_id, {}, 'resume', 'ACTIVE');
+        id = await store.insert(ctx.scope, { ad_account_id: ctx.acct.id, campaign_id: b.campaign_id, name: b.name, dry_run: !ctx.acct.live_writes, key, actor: ctx.actor, variants });
+      } catch (err) {
+        const left = await undo(ctx, key, made);
+        if (left.length && err instanceof AppError) {
+          throw new AppError(err.code, `${err.message} (could not delete, left PAUSED and in the write journal: ${left.join(', ')})`, err.errors);
+        }
+        throw err;
       }
-      const id = await store.insert(ctx.scope, { ad_account_id: ctx.acct.id, campaign_id: b.campaign_id, name: b.name, dry_run: !ctx.acct.live_writes, key, actor: ctx.actor, variants });
       return { ...view((await store.get(ctx.scope, id))!), replayed: false };
     },
 

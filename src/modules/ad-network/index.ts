@@ -28,9 +28,9 @@ export function createAdNetworkModule(deps: { db: Db; config: Config; activity: 
   const conn = createConnectionService({ db, store, config, client, activity });
   const journal = createWriteJournal({ store });
   const ops = createNetworkOps({ store, conn, journal, rates });
-  const mgmt = createManagement({ ops, conn });
+  const mgmt = createManagement({ ops });
   const stats = createStatsService({ conn, store: createStatsStore(db), rates });
-  const experiments = createExperiments({ store: createExperimentStore(db), mgmt, stats });
+  const experiments = createExperiments({ store: createExperimentStore(db), writes: store, mgmt, stats });
   const sync = createSync({ store, conn, stats, activity });
   return {
     store, client, conn, ops, mgmt, stats, experiments, sync,

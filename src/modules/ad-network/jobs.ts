@@ -30,12 +30,22 @@ export function createSync({ store, conn, stats, activity }: { store: AdNetworkS
 
   async function syncApp(scope: Scope): Promise<SyncSummary> {
     const s: SyncSummary = { accounts: 0, campaigns: 0, stat_rows: 0, changes: [], errors: [] };
-    for (const acct of await store.accounts(scope)) {
+    const accounts = await store.accounts(scope);
+    // Account state is documented only in the organization's account list (there is no GET /adaccounts/{id}).
+    const listed = new Map<string, any>();
+    for (const org of new Set(accounts.map((a) => a.organization_id))) {
+      try {
+        for (const a of await conn.all(scope, `/organizations/${encodeURIComponent(org)}/adaccounts`, 'adaccounts', 'adaccount')) listed.set(String(a.id), a);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'ad_network_reauth_required') return { ...s, errors: [err.message] };
+        s.errors.push(`organization ${org}: ${(err as Error).message}`);
+      }
+    }
+    for (const acct of accounts) {
       s.accounts++;
       const enc = encodeURIComponent(acct.id);
       try {
-        const a = (await conn.call(scope, { method: 'GET', path: `/adaccounts/${enc}` }, acct.id)).adaccounts?.[0]?.adaccount;
-        const status = String(a?.status ?? acct.status);
+        const status = String(listed.get(acct.id)?.status ?? acct.status);
         if (status !== acct.status) await store.setAccountStatus(scope, acct.id, status);
         await change(scope, s, 'adaccount', acct.id, status, (st) => st !== 'ACTIVE', 'account_suspended', () => `Ad account ${acct.name} is ${status} on the ad network`);
         if (status === 'ACTIVE' && acct.status !== 'ACTIVE') {

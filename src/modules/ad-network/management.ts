@@ -1,8 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FormData } from 'undici';
 import { AppError, invalid } from '../../http/errors.js';
-import { NetworkError, toAppError } from './client.js';
-import type { ConnectionService } from './connection.js';
 import type { Ctx, NetworkOps } from './service.js';
 
 export interface CampaignInput {
@@ -49,7 +46,7 @@ const AD_TYPE_FOR_CREATIVE: Record<string, string> = { SNAP_AD: 'SNAP_AD', WEB_V
 const enc = encodeURIComponent;
 
 /** Campaigns, ad squads, media, creatives and ads in the network's documented paths. */
-export function createManagement({ ops, conn }: { ops: NetworkOps; conn: ConnectionService }) {
+export function createManagement({ ops }: { ops: NetworkOps }) {
   /** A parent referenced by id must exist in this ad account (dry-run ids only while writes are dry runs). */
   async function parent(ctx: Ctx, kind: 'campaign' | 'adsquad' | 'creative' | 'media', id: string, field: string, missing: string) {
     if (id.startsWith('dryrun-') && ctx.acct.live_writes) {
@@ -122,9 +119,10 @@ export function createManagement({ ops, conn }: { ops: NetworkOps; conn: Connect
       const budget = b.daily_budget_usd !== undefined ? await ops.toMicro(ctx.acct, b.daily_budget_usd) : undefined;
       if (budget) patch.daily_budget_micro = budget.micro;
       if (status) patch.status = status;
-      const r = await ops.update(ctx, 'adsquad', op, `/campaigns/${enc(cur.campaign_id)}/adsquads`, id, patch);
+      const r = await ops.update(ctx, 'adsquad', op, `/campaigns/${enc(cur.campaign_id)}/adsquads`, id, patch, cur);
       return { ...r, budget };
     },
+    deleteSquad: (ctx: Ctx, id: string) => ops.remove(ctx, 'adsquad', id),
     listSquads: (ctx: Ctx, campaignId?: string) =>
       ops.list(ctx, campaignId ? `/campaigns/${enc(campaignId)}/adsquads` : `/adaccounts/${enc(ctx.acct.id)}/adsquads`, 'adsquad'),
 
@@ -136,13 +134,8 @@ export function createManagement({ ops, conn }: { ops: NetworkOps; conn: Connect
       });
       if (r.dry_run || r.object?.media_status === 'READY') return r;
       const id = String(r.object.id);
-      const form = new FormData();
-      form.append('file', new Blob([new Uint8Array(b.data)], { type: b.content_type }), b.file_name);
-      try {
-        await conn.call(ctx.scope, { method: 'POST', path: `/media/${enc(id)}/upload`, form }, ctx.acct.id);
-      } catch (err) {
-        throw toAppError(err);
-      }
+      // Step 2 is a write of its own, keyed from step 1's key so a retried upload request reuses both.
+      await ops.upload({ ...ctx, key: `${r.idempotency_key}:upload` }, id, { name: b.file_name, type: b.content_type, data: b.data });
       for (let i = 0; i < 20; i++) {
         const m = await ops.current(ctx, 'media', id);
         if (m.media_status === 'READY') return { ...r, object: m };
@@ -184,11 +177,11 @@ export function createManagement({ ops, conn }: { ops: NetworkOps; conn: Connect
     },
     async setAdStatus(ctx: Ctx, id: string, status: 'ACTIVE' | 'PAUSED') {
       const cur = await ops.current(ctx, 'ad', id);
-      return ops.update(ctx, 'ad', status === 'PAUSED' ? 'pause' : 'resume', `/adsquads/${enc(cur.ad_squad_id)}/ads`, id, { status });
+      return ops.update(ctx, 'ad', status === 'PAUSED' ? 'pause' : 'resume', `/adsquads/${enc(cur.ad_squad_id)}/ads`, id, { status }, cur);
     },
+    deleteAd: (ctx: Ctx, id: string) => ops.remove(ctx, 'ad', id),
     listAds: (ctx: Ctx) => ops.list(ctx, `/adaccounts/${enc(ctx.acct.id)}/ads`, 'ad'),
   };
 }
 
 export type Management = ReturnType<typeof createManagement>;
-export { NetworkError };

@@ -2,20 +2,21 @@ import type { Scope } from '../../http/auth.js';
 import { invalid } from '../../http/errors.js';
 import type { ExchangeRateService } from '../exchange-rates/service.js';
 import { toAppError } from './client.js';
-import type { ConnectionService } from './connection.js';
+import { PAGE_LIMIT, type ConnectionService } from './connection.js';
 import type { AccountRow } from './store.js';
 import type { StatRow, StatsStore } from './stats-store.js';
 import { addDays, localDay, midnightIso } from '../../lib/time.js';
 
 export const STAT_FIELDS = 'spend,impressions,swipes,view_completion,conversion_purchases';
 const MAX_DAYS = 92;
+const MAX_BREAKDOWN_PAGES = 20;
 
 interface Series {
   start_time: string;
   stats?: Record<string, number>;
 }
 
-/** Pulls DAY stats (campaign totals and the per-ad-squad breakdown) and stores them with USD spend. */
+/** Pulls DAY stats (each campaign's own series and its per-ad-squad breakdown) and stores them with USD spend. */
 export function createStatsService({ conn, store, rates }: { conn: ConnectionService; store: StatsStore; rates: ExchangeRateService }) {
   async function toRows(acct: AccountRow, type: 'campaign' | 'adsquad', id: string, series: Series[]): Promise<StatRow[]> {
     const out: StatRow[] = [];
@@ -55,26 +56,36 @@ export function createStatsService({ conn, store, rates }: { conn: ConnectionSer
     return { start, end };
   }
 
-  /** One campaign: GET /campaigns/{id}/stats?granularity=DAY&breakdown=adsquad over local midnights. */
+  /**
+   * One campaign, DAY granularity over account-local midnights (the network refuses other boundaries):
+   * its own series from GET /campaigns/{id}/stats, then its ad squads from the same call with
+   * breakdown=adsquad, which holds only the children (breakdown_stats.adsquad), paged with limit.
+   */
   async function pullCampaign(scope: Scope, acct: AccountRow, campaignId: string, from?: string, to?: string) {
     const { start, end } = range(acct, from, to);
-    let body;
-    try {
-      body = await conn.call(scope, {
-        method: 'GET',
-        path: `/campaigns/${encodeURIComponent(campaignId)}/stats`,
-        query: { granularity: 'DAY', fields: STAT_FIELDS, start_time: midnightIso(start, acct.timezone), end_time: midnightIso(addDays(end, 1), acct.timezone), breakdown: 'adsquad' },
-      }, acct.id);
-    } catch (err) {
-      throw toAppError(err);
-    }
-    const ts = body.timeseries_stats?.[0]?.timeseries_stat;
-    const rows = await toRows(acct, 'campaign', campaignId, ts?.timeseries ?? []);
+    const path = `/campaigns/${encodeURIComponent(campaignId)}/stats`;
+    const query = { granularity: 'DAY', fields: STAT_FIELDS, start_time: midnightIso(start, acct.timezone), end_time: midnightIso(addDays(end, 1), acct.timezone) };
+    const get = async (next: string, q?: Record<string, string | number>) => {
+      try {
+        return await conn.call(scope, { method: 'GET', path: next, query: q }, acct.id);
+      } catch (err) {
+        throw toAppError(err);
+      }
+    };
+    const own = (await get(path, query)).timeseries_stats?.[0]?.timeseries_stat;
+    const rows = await toRows(acct, 'campaign', campaignId, own?.timeseries ?? []);
     const squads: { id: string; rows: StatRow[] }[] = [];
-    for (const b of ts?.breakdown_stats?.adsquad ?? []) {
-      const r = await toRows(acct, 'adsquad', String(b.id), b.timeseries ?? []);
-      squads.push({ id: String(b.id), rows: r });
-      rows.push(...r);
+    let next: string | undefined = path;
+    let q: Record<string, string | number> | undefined = { ...query, breakdown: 'adsquad', limit: PAGE_LIMIT };
+    for (let pages = 0; next && pages < MAX_BREAKDOWN_PAGES; pages++) {
+      const body = await get(next, q);
+      for (const b of body.timeseries_stats?.[0]?.timeseries_stat?.breakdown_stats?.adsquad ?? []) {
+        const r = await toRows(acct, 'adsquad', String(b.id), b.timeseries ?? []);
+        squads.push({ id: String(b.id), rows: r });
+        rows.push(...r);
+      }
+      next = body.paging?.next_link || undefined;
+      q = undefined; // next_link carries the query and the cursor
     }
     await store.upsert(scope, rows);
     return { rows, squads, start, end };

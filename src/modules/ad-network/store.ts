@@ -162,6 +162,22 @@ export function createAdNetworkStore(db: Queryable) {
       );
       return new Set(rows.map((r) => r.remote_id));
     },
+    /** The ad account of an object we created (a succeeded, not undone, create in the journal). */
+    async createdIn(s: Scope, kind: string, remoteId: string): Promise<string | undefined> {
+      const { rows } = await db.query(
+        `SELECT ad_account_id FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2 AND kind = $3 AND remote_id = $4 AND op = 'create' AND status = 'succeeded' LIMIT 1`,
+        [s.tenantId, s.appId, kind, remoteId],
+      );
+      return rows[0]?.ad_account_id;
+    },
+    /** Marks creates whose objects were deleted again (an undone multi-step write), so a retry creates them anew. */
+    async markUndone(s: Scope, keys: string[], why: string) {
+      if (!keys.length) return;
+      await db.query(
+        `UPDATE ad_network_writes SET status = 'failed', error = $4 WHERE tenant_id = $1 AND app_id = $2 AND idempotency_key = ANY($3) AND status = 'succeeded'`,
+        [s.tenantId, s.appId, keys, `undone: ${why}`.slice(0, 500)],
+      );
+    },
     async dryRunObject(s: Scope, kind: string, remoteId: string): Promise<WriteRow | undefined> {
       const { rows } = await db.query(
         `SELECT * FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2 AND kind = $3 AND remote_id = $4 AND status = 'dry_run' LIMIT 1`,
