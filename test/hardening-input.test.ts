@@ -121,6 +121,12 @@ describe('empty bodies of actions whose fields are all optional', () => {
 });
 
 describe('framework refusals are problem+json', () => {
+  it('without CORS_ORIGINS no origin is allowed (no CORS headers, preflight not answered)', async () => {
+    const r = await fetch(`${suite.server.url}/api/v1/me`, { method: 'OPTIONS', headers: { origin: 'https://x.example.com', 'access-control-request-method': 'GET' } });
+    assert.equal(r.headers.get('access-control-allow-origin'), null);
+    assert.equal(r.status, 404);
+  });
+
   it('a JSON body sent as text/plain answers 415', async () => {
     const r = await suite.c.raw('POST', '/api/v1/webhooks', '{"url":"http://127.0.0.1:1/h","events":["user.identified"]}', { ...suite.t.console, 'content-type': 'text/plain' });
     assertProblem(r, 415, 'unsupported_media_type');

@@ -127,7 +127,8 @@ describe('fan-out and signed delivery', () => {
     assert.throws(() => verify(a.secret, rx.at('/b')[0]), 'another endpoint secret does not verify');
 
     const s = rx.at('/b').find((r) => r.json.type === 'onboarding.started')!;
-    assert.deepEqual(Object.keys(s.json), ['type', 'timestamp', 'data']);
+    assert.deepEqual(Object.keys(s.json), ['type', 'timestamp', 'environment', 'data']);
+    assert.equal(s.json.environment, 'production');
     assert.ok(!Number.isNaN(Date.parse(s.json.timestamp)));
     assert.equal(s.json.data.app_id, suite.t.appId);
     assert.equal(s.json.data.event.event_id, started.event_id);
