@@ -33,6 +33,7 @@ export function useConsole(env: Record<string, string> = {}): ConsoleRig {
     rig.c = client(rig.server.url);
     rig.open = async (to = '/') => {
       const ctx = await rig.browser.newContext({ viewport: { width: 1280, height: 900 } });
+      await ctx.grantPermissions(['clipboard-read', 'clipboard-write']);
       const page = await ctx.newPage();
       page.setDefaultTimeout(15_000);
       await page.goto(`${rig.server.url}/console${to}`);

@@ -63,6 +63,104 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/livez": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: the process serves HTTP */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "ok";
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readiness: database reachable, migrations applied, not draining */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: "ready" | "not_ready";
+                            checks: {
+                                database: "ok" | "down";
+                                migrations: "ok" | "pending" | "unknown";
+                                draining: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: "ready" | "not_ready";
+                            checks: {
+                                database: "ok" | "down";
+                                migrations: "ok" | "pending" | "unknown";
+                                draining: boolean;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/signup-enabled": {
         parameters: {
             query?: never;
@@ -494,7 +592,54 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List the members of an organization with their roles (any member) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    orgId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                user_id: string;
+                                email: string;
+                                name: string | null;
+                                role: "owner" | "admin" | "member" | "viewer";
+                            }[];
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
         put?: never;
         /** Add a member or change a member role (owner/admin; only owners grant owner) */
         post: {
@@ -570,6 +715,79 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/organizations/{orgId}/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a member (owner/admin; only owners remove owners; never the last owner) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    orgId: string;
+                    userId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -6522,6 +6740,15 @@ export interface paths {
                             };
                             compare: "previous_period" | "previous_month" | "previous_year";
                             platform: string | null;
+                            meta: {
+                                /** @description Date (app timezone) the rollups are folded to; null before the first fold */
+                                as_of: string | null;
+                                folded_at: string | null;
+                                /** @description The app's timezone */
+                                timezone: string;
+                                /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
+                                rebuilding: boolean;
+                            };
                         };
                     };
                 };
@@ -6619,8 +6846,13 @@ export interface paths {
                             segment: string;
                             compare: ("previous_period" | "previous_month" | "previous_year") | (never | null);
                             meta: {
+                                /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
                                 folded_at: string | null;
+                                /** @description The app's timezone */
+                                timezone: string;
+                                /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
+                                rebuilding: boolean;
                             };
                         };
                     };
@@ -6705,6 +6937,15 @@ export interface paths {
                              * @description When these counts were computed (answers are materialized by the worker; see docs/analytics.md)
                              */
                             computed_at: string;
+                            meta: {
+                                /** @description Date (app timezone) the rollups are folded to; null before the first fold */
+                                as_of: string | null;
+                                folded_at: string | null;
+                                /** @description The app's timezone */
+                                timezone: string;
+                                /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
+                                rebuilding: boolean;
+                            };
                         };
                     };
                 };
@@ -6737,6 +6978,72 @@ export interface paths {
                 };
                 /** @description RFC 9457 problem details */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/analytics/funnels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The nine named funnels with the steps this app uses (its override or the default) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                funnel_name: string;
+                                steps: {
+                                    name: string;
+                                    event?: string;
+                                    match?: "any" | "first_ever" | "later_day" | "days_after_first";
+                                    days?: number;
+                                    source?: "ad_impressions" | "ad_swipes";
+                                }[];
+                                overridden: boolean;
+                            }[];
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6963,6 +7270,15 @@ export interface paths {
                                 end: string;
                             };
                             segment: string;
+                            meta: {
+                                /** @description Date (app timezone) the rollups are folded to; null before the first fold */
+                                as_of: string | null;
+                                folded_at: string | null;
+                                /** @description The app's timezone */
+                                timezone: string;
+                                /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
+                                rebuilding: boolean;
+                            };
                         };
                     };
                 };

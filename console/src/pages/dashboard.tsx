@@ -1,3 +1,209 @@
-export default function Page() {
-  return <h1>dashboard</h1>;
+import { useQuery } from '@tanstack/react-query';
+import { useMemo, useState } from 'react';
+import { api, unwrap } from '../api/client';
+import type { paths } from '../api/schema';
+import { LineChart, type Line } from '../components/chart';
+import { Sparkline } from '../components/sparkline';
+import { Tile } from '../components/tile';
+import { addDays } from '../dates';
+import { formatChange, formatValue, GROUPS, METRIC_VIEW, viewOf } from '../metrics';
+import { useScopeKey, useWorkspace } from '../session';
+import { ActivityFeed } from './activity';
+
+type KpiQuery = NonNullable<paths['/api/v1/analytics/kpis']['get']['parameters']['query']>;
+type SeriesQuery = paths['/api/v1/analytics/kpis/timeseries']['get']['parameters']['query'];
+type Kpi = paths['/api/v1/analytics/kpis']['get']['responses'][200]['content']['application/json']['kpis'][number];
+type Compare = NonNullable<KpiQuery['compare']>;
+
+const PRESETS = [7, 30, 90];
+const COMPARES: [Compare, string][] = [['previous_period', 'Previous period'], ['previous_month', 'Previous month'], ['previous_year', 'Previous year']];
+// The platforms an event envelope accepts (docs/ingestion.md).
+const PLATFORMS = ['ios', 'android'];
+
+interface Filters {
+  start?: string;
+  end?: string;
+  compare: Compare;
+  platform?: string;
+}
+
+export default function Dashboard() {
+  const { environment } = useWorkspace();
+  const [f, setF] = useState<Filters>({ compare: 'previous_period' });
+  const q: KpiQuery = { start_date: f.start, end_date: f.end, compare: f.compare, platform: f.platform, environment };
+  const kpis = useQuery({ queryKey: useScopeKey('kpis', q), queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis', { params: { query: q } })) });
+  const period = kpis.data?.period;
+  // Presets count back from the end shown (today in the app's timezone unless a custom end was set).
+  const preset = (days: number) => {
+    const end = f.end ?? period?.end;
+    if (end) setF({ ...f, end, start: addDays(end, -(days - 1)) });
+  };
+  const days = period ? Math.round((Date.parse(period.end) - Date.parse(period.start)) / 86_400_000) + 1 : 30;
+
+  return (
+    <>
+      <h1>Dashboard</h1>
+      <div className="filters" role="group" aria-label="Filters">
+        <label>
+          Range
+          <select value={PRESETS.includes(days) ? String(days) : 'custom'} onChange={(e) => e.target.value !== 'custom' && preset(Number(e.target.value))}>
+            {PRESETS.map((d) => (
+              <option key={d} value={d}>Last {d} days</option>
+            ))}
+            <option value="custom">Custom</option>
+          </select>
+        </label>
+        <label>
+          From
+          <input type="date" value={f.start ?? period?.start ?? ''} onChange={(e) => e.target.value && setF({ ...f, start: e.target.value, end: f.end ?? period?.end })} />
+        </label>
+        <label>
+          To
+          <input type="date" value={f.end ?? period?.end ?? ''} onChange={(e) => e.target.value && setF({ ...f, end: e.target.value, start: f.start ?? period?.start })} />
+        </label>
+        <label>
+          Compare to
+          <select value={f.compare} onChange={(e) => setF({ ...f, compare: e.target.value as Compare })}>
+            {COMPARES.map(([v, l]) => (
+              <option key={v} value={v}>{l}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Platform
+          <select value={f.platform ?? ''} onChange={(e) => setF({ ...f, platform: e.target.value || undefined })}>
+            <option value="">All platforms</option>
+            {PLATFORMS.map((p) => (
+              <option key={p} value={p}>{p}</option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <Tile
+        title="Key metrics"
+        query={kpis}
+        asOf={(d) => d.meta.as_of}
+        actions={kpis.data && <span className="muted">{kpis.data.period.start} to {kpis.data.period.end} vs {kpis.data.compared_to.start} to {kpis.data.compared_to.end}</span>}
+      >
+        {(d) => <KpiGroups kpis={d.kpis} />}
+      </Tile>
+      <SeriesTile start={f.start} end={f.end} compare={f.compare} />
+      <ActivityFeed />
+    </>
+  );
+}
+
+function KpiGroups({ kpis }: { kpis: Kpi[] }) {
+  return (
+    <>
+      {GROUPS.map((g) => {
+        const inGroup = kpis.filter((k) => viewOf(k.metric).group === g);
+        if (inGroup.length === 0) return null;
+        return (
+          <div key={g} className="group">
+            <h3>{g}</h3>
+            <div className="tiles">
+              {inGroup.map((k) => (
+                <KpiCard key={k.metric} kpi={k} />
+              ))}
+            </div>
+          </div>
+        );
+      })}
+    </>
+  );
+}
+
+const ARROW = { up: '▲', down: '▼', flat: '▬' };
+
+function KpiCard({ kpi }: { kpi: Kpi }) {
+  const v = viewOf(kpi.metric);
+  return (
+    <section className="card" aria-label={kpi.metric} data-testid={`kpi-${kpi.metric}`}>
+      <span className="label">{v.label}</span>
+      <span className="value" data-value={kpi.current ?? ''}>{formatValue(kpi.metric, kpi.current)}</span>
+      <span className={kpi.trend}>
+        <span aria-hidden="true">{ARROW[kpi.trend]}</span> {formatChange(kpi.change_pct)}
+        <span className="muted"> (was {formatValue(kpi.metric, kpi.previous)})</span>
+      </span>
+      <Sparkline values={kpi.sparkline} label={v.label} />
+    </section>
+  );
+}
+
+const GRANULARITIES = ['daily', 'weekly', 'monthly'] as const;
+const SEGMENTS = ['overall', 'platform', 'country'] as const;
+
+function SeriesTile({ start, end, compare }: { start?: string; end?: string; compare: Compare }) {
+  const { environment } = useWorkspace();
+  const [metrics, setMetrics] = useState(['dau', 'new_users']);
+  const [granularity, setGranularity] = useState<(typeof GRANULARITIES)[number]>('daily');
+  const [segment, setSegment] = useState<(typeof SEGMENTS)[number]>('overall');
+  const [overlay, setOverlay] = useState(false);
+  const q: SeriesQuery = { metrics: metrics.join(','), start_date: start, end_date: end, granularity, segment, compare: overlay ? compare : undefined, environment };
+  const series = useQuery({
+    queryKey: useScopeKey('timeseries', q),
+    enabled: metrics.length > 0,
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis/timeseries', { params: { query: q } })),
+  });
+  const chart = useMemo(() => {
+    if (!series.data) return null;
+    const dates = [...new Set(series.data.metrics[0]?.data.map((p) => p.date) ?? [])];
+    const lines: Line[] = [];
+    for (const m of series.data.metrics) {
+      const name = viewOf(m.metric).label;
+      const keys = [...new Set(m.data.map((p) => p.breakdown_value ?? ''))];
+      for (const k of keys) {
+        const byDate = new Map(m.data.filter((p) => (p.breakdown_value ?? '') === k).map((p) => [p.date, p.value]));
+        lines.push({ label: k ? `${name} · ${k}` : name, values: dates.map((d) => byDate.get(d) ?? null) });
+      }
+    }
+    // The compare period's buckets overlay the current ones in order (bucket i on bucket i).
+    for (const m of series.data.metrics) {
+      if (!m.compare_data || segment !== 'overall') continue;
+      lines.push({ label: `${viewOf(m.metric).label} · ${m.compare_label}`, values: dates.map((_, i) => m.compare_data![i]?.value ?? null), dashed: true });
+    }
+    return { dates, lines };
+  }, [series.data, segment]);
+
+  return (
+    <Tile
+      title="Trends"
+      query={series}
+      asOf={(d) => d.meta.as_of}
+      actions={
+        <div className="row">
+          <label>
+            Metrics
+            <select multiple size={3} value={metrics} onChange={(e) => setMetrics([...e.target.selectedOptions].map((o) => o.value))}>
+              {Object.entries(METRIC_VIEW).map(([id, v]) => (
+                <option key={id} value={id}>{v.label}</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Granularity
+            <select value={granularity} onChange={(e) => setGranularity(e.target.value as typeof granularity)}>
+              {GRANULARITIES.map((g) => (
+                <option key={g} value={g}>{g}</option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Segment
+            <select value={segment} onChange={(e) => setSegment(e.target.value as typeof segment)}>
+              {SEGMENTS.map((s) => (
+                <option key={s} value={s}>{s}</option>
+              ))}
+            </select>
+          </label>
+          <label className="inline">
+            <input type="checkbox" checked={overlay} onChange={(e) => setOverlay(e.target.checked)} /> Compare overlay
+          </label>
+        </div>
+      }
+    >
+      {() => (chart && chart.dates.length > 0 ? <LineChart dates={chart.dates} lines={chart.lines} label="Trends chart" /> : <p className="muted">No data in this period.</p>)}
+    </Tile>
+  );
 }

@@ -1,3 +1,74 @@
-export default function Page() {
-  return <h1>retention</h1>;
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, unwrap } from '../api/client';
+import { Tile } from '../components/tile';
+import { useScopeKey, useWorkspace } from '../session';
+
+const DAYS = ['d1', 'd3', 'd7', 'd14', 'd30', 'd60', 'd90'] as const;
+const SEGMENTS = ['overall', 'platform', 'country'] as const;
+
+/** Cohorts by first day; a day not reached yet (null) stays blank, not 0. */
+export default function Retention() {
+  const { environment } = useWorkspace();
+  const [segment, setSegment] = useState<(typeof SEGMENTS)[number]>('overall');
+  const q = useQuery({
+    queryKey: useScopeKey('retention', segment),
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/retention', { params: { query: { segment, environment } } })),
+  });
+  return (
+    <>
+      <h1>Retention</h1>
+      <Tile
+        title="Retention cohorts"
+        query={q}
+        asOf={(d) => d.meta.as_of}
+        actions={
+          <label>
+            Segment
+            <select value={segment} onChange={(e) => setSegment(e.target.value as typeof segment)}>
+              {SEGMENTS.map((s) => (
+                <option key={s} value={s}>{s}</option>
+              ))}
+            </select>
+          </label>
+        }
+      >
+        {(d) =>
+          d.cohorts.length === 0 ? (
+            <p className="muted">No cohorts in {d.period.start} to {d.period.end}.</p>
+          ) : (
+            <table className="heat" aria-label="Retention heatmap">
+              <thead>
+                <tr>
+                  <th>Cohort</th>
+                  {segment !== 'overall' && <th>{segment}</th>}
+                  <th>Users</th>
+                  {DAYS.map((k) => (
+                    <th key={k}>Day {k.slice(1)}</th>
+                  ))}
+                </tr>
+              </thead>
+              <tbody>
+                {d.cohorts.map((c) => (
+                  <tr key={`${c.cohort_date}/${c.segment}`}>
+                    <th scope="row">{c.cohort_date}</th>
+                    {segment !== 'overall' && <td>{c.segment}</td>}
+                    <td>{c.cohort_size}</td>
+                    {DAYS.map((k) => {
+                      const v = c.retention[k];
+                      return (
+                        <td key={k} style={v === null ? undefined : { background: `rgba(53, 89, 199, ${0.08 + (v / 100) * 0.8})`, color: v > 55 ? '#fff' : undefined }}>
+                          {v === null ? '' : `${v}%`}
+                        </td>
+                      );
+                    })}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Tile>
+    </>
+  );
 }

@@ -181,11 +181,15 @@ export interface Query {
 
 export function createAnalyticsReadModel(db: Queryable) {
   return {
-    /** The app's timezone, today in it, and the rollup freshness stamp. */
-    async context(scope: Scope): Promise<{ timezone: string; today: string; folded_at: Date | null } | null> {
+    /**
+     * The app's timezone, today in it, the rollup freshness stamp, and the timezone its rollups
+     * were built in (differs from `timezone` until the rebuild a change triggers has run).
+     */
+    async context(scope: Scope): Promise<{ timezone: string; today: string; folded_at: Date | null; rollup_timezone: string | null } | null> {
       const { rows } = await db.query(
         `SELECT s.timezone, (now() AT TIME ZONE s.timezone)::date::text AS today,
-                (SELECT min(folded_at) FROM an_rollup_state) AS folded_at
+                (SELECT min(folded_at) FROM an_rollup_state) AS folded_at,
+                (SELECT a.timezone FROM an_app_state a WHERE a.app_id = s.app_id) AS rollup_timezone
            FROM app_settings s WHERE s.tenant_id = $1 AND s.app_id = $2`,
         [scope.tenantId, scope.appId],
       );

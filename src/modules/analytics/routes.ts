@@ -13,6 +13,14 @@ const Segment = Type.Union([Type.Literal('overall'), Type.Literal('platform'), T
 const EnvQ = { environment: Type.Optional(Environment) };
 const FunnelName = Type.Object({ funnelName: Type.String({ minLength: 1, maxLength: 64 }) });
 
+const Meta = Type.Object({
+  as_of: Type.Union([Type.String(), Type.Null()], { description: 'Date (app timezone) the rollups are folded to; null before the first fold' }),
+  folded_at: Type.Union([Type.String(), Type.Null()]),
+  timezone: Type.String({ description: "The app's timezone" }),
+  rebuilding: Type.Boolean({ description: 'The timezone changed and the rollups wait for their rebuild in it (old numbers until then)' }),
+});
+const FunnelDef = Type.Object({ funnel_name: Type.String(), steps: FunnelSteps, overridden: Type.Boolean() });
+
 const Kpi = Type.Object({
   metric: Type.String(),
   current: Num,
@@ -69,7 +77,7 @@ export const analyticsRoutes =
           ...EnvQ,
         }),
         response: {
-          200: Type.Object({ kpis: Type.Array(Kpi), period: Range, compared_to: Range, compare: Compare, platform: Type.Union([Type.String(), Type.Null()]) }),
+          200: Type.Object({ kpis: Type.Array(Kpi), period: Range, compared_to: Range, compare: Compare, platform: Type.Union([Type.String(), Type.Null()]), meta: Meta }),
           ...errors(400, 401, 403),
         },
       },
@@ -102,7 +110,7 @@ export const analyticsRoutes =
             granularity: Type.String(),
             segment: Type.String(),
             compare: Type.Union([Compare, Type.Null()]),
-            meta: Type.Object({ as_of: Type.Union([Type.String(), Type.Null()]), folded_at: Type.Union([Type.String(), Type.Null()]) }),
+            meta: Meta,
           }),
           ...errors(400, 401, 403),
         },
@@ -122,11 +130,21 @@ export const analyticsRoutes =
             steps: Type.Array(FunnelStepOut),
             date: Type.String(),
             computed_at: Type.String({ format: 'date-time', description: 'When these counts were computed (answers are materialized by the worker; see docs/analytics.md)' }),
+            meta: Meta,
           }),
           ...errors(400, 401, 403, 404),
         },
       },
     }, async (req) => analytics.funnel(scopeOf(customerOf(req)), req.params.funnelName, req.query.environment));
+
+    app.get('/api/v1/analytics/funnels', {
+      preHandler: viewer,
+      schema: {
+        tags,
+        summary: 'The nine named funnels with the steps this app uses (its override or the default)',
+        response: { 200: Type.Object({ data: Type.Array(FunnelDef) }), ...errors(401, 403) },
+      },
+    }, async (req) => ({ data: await analytics.funnelDefinitions(scopeOf(customerOf(req))) }));
 
     app.put('/api/v1/analytics/funnels/:funnelName', {
       preHandler: auth.customer('admin'),
@@ -135,7 +153,7 @@ export const analyticsRoutes =
         summary: "Override a named funnel's steps for this app (admin+)",
         params: FunnelName,
         body: Type.Object({ steps: FunnelSteps }),
-        response: { 200: Type.Object({ data: Type.Object({ funnel_name: Type.String(), steps: FunnelSteps, overridden: Type.Boolean() }) }), ...errors(400, 401, 403, 404) },
+        response: { 200: Type.Object({ data: FunnelDef }), ...errors(400, 401, 403, 404) },
       },
     }, async (req) => ({ data: await analytics.setFunnel(scopeOf(customerOf(req)), req.params.funnelName, req.body.steps) }));
 
@@ -145,7 +163,7 @@ export const analyticsRoutes =
         tags,
         summary: 'Back to the default definition of a named funnel (admin+)',
         params: FunnelName,
-        response: { 200: Type.Object({ data: Type.Object({ funnel_name: Type.String(), steps: FunnelSteps, overridden: Type.Boolean() }) }), ...errors(401, 403, 404) },
+        response: { 200: Type.Object({ data: FunnelDef }), ...errors(401, 403, 404) },
       },
     }, async (req) => ({ data: await analytics.setFunnel(scopeOf(customerOf(req)), req.params.funnelName, null) }));
 
@@ -155,7 +173,7 @@ export const analyticsRoutes =
         tags,
         summary: 'Retention cohorts by first day (optionally by platform or country)',
         querystring: Type.Object({ start_date: Type.Optional(DateStr), end_date: Type.Optional(DateStr), segment: Type.Optional(Segment), ...EnvQ }),
-        response: { 200: Type.Object({ cohorts: Type.Array(Cohort), period: Range, segment: Type.String() }), ...errors(400, 401, 403) },
+        response: { 200: Type.Object({ cohorts: Type.Array(Cohort), period: Range, segment: Type.String(), meta: Meta }), ...errors(400, 401, 403) },
       },
     }, async (req) => analytics.retention(scopeOf(customerOf(req)), req.query));
 

@@ -2,7 +2,7 @@ import type { Scope } from '../../http/auth.js';
 import { invalid, notFound } from '../../http/errors.js';
 import { addDays, addMonths, buckets, compareWindow, diffDays, isDate, type CompareMode, type Granularity } from './dates.js';
 import type { FunnelAnswers } from './funnel-answers.js';
-import { FUNNELS, funnelSteps, type FunnelStep } from './funnels.js';
+import { FUNNELS, funnelSteps, resolveSteps, type FunnelStep } from './funnels.js';
 import type { RollupRunner } from './jobs.js';
 import { change, familiesFor, isMetric, METRICS, metricExact, metricValue, round2, type Metric } from './metrics.js';
 import { EMPTY_RAW, type AnalyticsReadModel, type Env, type Segment } from './read-model.js';
@@ -45,6 +45,19 @@ export function relativeTime(then: Date, now = new Date()): string {
 /** Calendar date of an instant in a timezone. */
 const dateIn = (d: Date, tz: string) => new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(d);
 
+/**
+ * How fresh an answer is: the rollups' date (`as_of`, app timezone) and instant, and the timezone
+ * they were built in (`rebuilding` while a timezone change waits for its rebuild).
+ */
+function freshness(ctx: { timezone: string; folded_at: Date | null; rollup_timezone: string | null }) {
+  return {
+    as_of: ctx.folded_at ? dateIn(ctx.folded_at, ctx.timezone) : null,
+    folded_at: ctx.folded_at?.toISOString() ?? null,
+    timezone: ctx.timezone,
+    rebuilding: ctx.rollup_timezone !== null && ctx.rollup_timezone !== ctx.timezone,
+  };
+}
+
 export function createAnalyticsService({ read, runner, funnels }: { read: AnalyticsReadModel; runner: RollupRunner; funnels: FunnelAnswers }) {
   async function context(scope: Scope) {
     const ctx = await read.context(scope);
@@ -81,7 +94,7 @@ export function createAnalyticsService({ read, runner, funnels }: { read: Analyt
         const r2 = (v: number | null) => (v === null ? null : round2(v));
         return { metric, current: r2(current), previous: r2(previous), ...change(current, previous), sparkline: days.map((_, i) => metricValue(metric, raw(i + 3), 1)) };
       });
-      return { kpis, period: { start, end }, compared_to: cmp, compare: mode, platform: q.platform ?? null };
+      return { kpis, period: { start, end }, compared_to: cmp, compare: mode, platform: q.platform ?? null, meta: freshness(ctx) };
     },
 
     async timeseries(scope: Scope, q: {
@@ -126,14 +139,24 @@ export function createAnalyticsService({ read, runner, funnels }: { read: Analyt
         granularity: g,
         segment,
         compare: q.compare ?? null,
-        meta: { as_of: ctx.folded_at ? dateIn(ctx.folded_at, ctx.timezone) : null, folded_at: ctx.folded_at?.toISOString() ?? null },
+        meta: freshness(ctx),
       };
     },
 
     async funnel(scope: Scope, name: string, env: Env = 'production') {
       if (!Object.hasOwn(FUNNELS, name)) throw notFound('Funnel');
-      const r = await funnels.answer(scope, env, name, await context(scope));
-      return { funnel_name: name, steps: funnelSteps(r.steps, r.users), date: r.date, computed_at: r.computed_at.toISOString() };
+      const ctx = await context(scope);
+      const r = await funnels.answer(scope, env, name, ctx);
+      return { funnel_name: name, steps: funnelSteps(r.steps, r.users), date: r.date, computed_at: r.computed_at.toISOString(), meta: freshness(ctx) };
+    },
+
+    /** The nine named funnels with the steps this app uses (its override or the default). */
+    async funnelDefinitions(scope: Scope) {
+      const overrides = await read.funnelExtra(scope);
+      return Object.keys(FUNNELS).map((name) => {
+        const steps = resolveSteps(name, overrides);
+        return { funnel_name: name, steps, overridden: steps !== FUNNELS[name] };
+      });
     },
 
     async setFunnel(scope: Scope, name: string, steps: FunnelStep[] | null) {
@@ -161,7 +184,7 @@ export function createAnalyticsService({ read, runner, funnels }: { read: Analyt
           segment: segment === 'overall' ? 'overall' : String(r.seg),
         };
       });
-      return { cohorts, period: { start, end }, segment };
+      return { cohorts, period: { start, end }, segment, meta: freshness(ctx) };
     },
 
     async activity(scope: Scope) {

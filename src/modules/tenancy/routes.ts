@@ -8,6 +8,8 @@ const Named = Type.Object({ id: Type.String(), name: Type.String() });
 const NameBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
 const RoleT = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member'), Type.Literal('viewer')]);
 
+const Member = Type.Object({ user_id: Type.String(), email: Type.String(), name: Type.Union([Type.String(), Type.Null()]), role: RoleT });
+
 const Me = Type.Object({
   id: Type.String(),
   email: Type.String(),
@@ -50,4 +52,27 @@ export const tenancyRoutes =
         response: { 201: Type.Object({ data: Type.Object({ user_id: Type.String(), email: Type.String(), role: RoleT }) }), ...errors(400, 401, 403, 404) },
       },
     }, async (req, reply) => reply.status(201).send({ data: await tenancy.addMember(req.user!, req.params.orgId, req.body) }));
+
+    app.get('/api/v1/organizations/:orgId/members', {
+      preHandler: auth.bearer,
+      schema: {
+        tags: ['identity'],
+        summary: 'List the members of an organization with their roles (any member)',
+        params: Type.Object({ orgId: Uuid }),
+        response: { 200: Type.Object({ data: Type.Array(Member) }), ...errors(401, 403) },
+      },
+    }, async (req) => ({ data: await tenancy.members(req.user!, req.params.orgId) }));
+
+    app.delete('/api/v1/organizations/:orgId/members/:userId', {
+      preHandler: auth.bearer,
+      schema: {
+        tags: ['identity'],
+        summary: 'Remove a member (owner/admin; only owners remove owners; never the last owner)',
+        params: Type.Object({ orgId: Uuid, userId: Uuid }),
+        response: { 204: Type.Null(), ...errors(401, 403, 404, 409) },
+      },
+    }, async (req, reply) => {
+      await tenancy.removeMember(req.user!, req.params.orgId, req.params.userId);
+      return reply.status(204).send(null);
+    });
   };

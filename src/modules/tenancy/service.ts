@@ -42,6 +42,20 @@ export function createTenancyService({ db, store, users, activity }: { db: Db; s
       await store.upsertMember(orgId, member.id, input.role);
       return { user_id: member.id, email: member.email, role: input.role };
     },
+
+    async members(user: AuthenticatedUser, orgId: string) {
+      await requireOrgRole(orgId, user.id, 'viewer');
+      return store.membersOf(orgId);
+    },
+
+    async removeMember(user: AuthenticatedUser, orgId: string, userId: string) {
+      const callerRole = await requireOrgRole(orgId, user.id, 'admin');
+      const role = await store.roleOf(orgId, userId);
+      if (!role) throw new AppError('not_found', 'No such member');
+      if (role === 'owner' && callerRole !== 'owner') throw forbidden('Only an owner can remove an owner');
+      // The last owner stays: an organization nobody can manage could not be recovered.
+      if (!(await store.removeMember(orgId, userId))) throw new AppError('conflict', 'The last owner cannot be removed');
+    },
   };
 }
 

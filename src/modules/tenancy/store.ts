@@ -60,6 +60,23 @@ export function createTenancyStore(db: Queryable, box: SecretBox) {
         [tenantId, userId, role],
       );
     },
+    async membersOf(tenantId: string) {
+      const { rows } = await db.query<{ user_id: string; email: string; name: string | null; role: Role }>(
+        `SELECT u.id AS user_id, u.email, u.name, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+          WHERE m.tenant_id = $1 ORDER BY lower(u.email)`,
+        [tenantId],
+      );
+      return rows;
+    },
+    /** Removes a membership unless it is the organization's last owner; false when nothing was removed. */
+    async removeMember(tenantId: string, userId: string): Promise<boolean> {
+      const { rowCount } = await db.query(
+        `DELETE FROM memberships m WHERE m.tenant_id = $1 AND m.user_id = $2
+            AND (m.role <> 'owner' OR EXISTS (SELECT 1 FROM memberships o WHERE o.tenant_id = $1 AND o.role = 'owner' AND o.user_id <> $2))`,
+        [tenantId, userId],
+      );
+      return rowCount === 1;
+    },
     async membershipsOf(userId: string) {
       const { rows } = await db.query<{ id: string; name: string; role: Role; apps: { id: string; name: string }[] }>(
         `SELECT o.id, o.name, m.role,
