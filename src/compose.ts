@@ -56,6 +56,9 @@ import { createContentService } from './modules/content/service.js';
 import { createContentStore } from './modules/content/store.js';
 import { createOptionSetService } from './modules/option-sets/service.js';
 import { createOptionSetStore } from './modules/option-sets/store.js';
+import { configStreamRoutes, STREAM_PATH } from './modules/config-stream/routes.js';
+import { createConfigStreamService } from './modules/config-stream/service.js';
+import { createConfigChangeStore } from './modules/config-stream/store.js';
 import { sdkRoutes } from './modules/sdk/routes.js';
 import { createBootstrapService } from './modules/sdk/service.js';
 import { settingsRoutes } from './modules/settings/routes.js';
@@ -90,7 +93,16 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   const keys = createApiKeyService({ db, store: createApiKeyStore(db), activity, cacheTtlMs: config.keyCacheTtlMs });
   const settings = createSettingsService({ store: createSettingsStore(db, secretBox), activity });
   const auth = createAuth({ identity, tenancy: tenancyStore, keys });
-  const bootstrap = createBootstrapService({ settings, tenancy: tenancyStore });
+  const bootstrap = createBootstrapService({ settings, tenancy: tenancyStore, storePath: STREAM_PATH });
+  // Bundle generations and option-set syncs record a numbered change in their own transaction;
+  // the config stream replays and fans them out (LISTEN/NOTIFY, one connection per instance).
+  const configChanges = createConfigChangeStore(db);
+  const streams = createConfigStreamService({
+    store: configChanges,
+    databaseUrl,
+    settings: config.configStream,
+    onError: (err, where) => logger.child({ module: 'config-stream' }).warn({ err, where }, 'config stream error'),
+  });
   const ingest = createIngestService({ store: createIngestStore(db), settings, limiter });
   // A sync regenerates the config bundle when a published flow references the set (bundles is defined below;
   // the callback only runs after a request, long after composition).
@@ -102,6 +114,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     onHookError: (err, setId) => bundleLog.error({ err, setId }, 'bundle regeneration after option-set sync failed'),
     // A failed index build is not fatal (reads use SQL), but it should be seen.
     onIndexError: (err) => logger.child({ module: 'option-sets' }).error({ err }, 'option-set search index build failed'),
+    recordChange: configChanges.record,
   });
   // Config bundles and the content behind them (flows, paywalls, messages, remote config, flags).
   const bundleLog = logger.child({ module: 'bundles' });
@@ -115,6 +128,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     // Each generation holds a connection and may need a second one: keep them well under the pool size.
     maxConcurrentGenerations: Math.max(1, Math.floor(config.dbPoolMax / 3)),
     onError: (err, where) => bundleLog.error({ err, where }, 'config bundle error'),
+    recordChange: configChanges.record,
   });
   const content = createContentService({ store: contentStore, bundles, activity });
   const rates = createExchangeRateService({ store: createExchangeRateStore(db) });
@@ -196,6 +210,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     settingsRoutes({ auth, settings }),
     adminRoutes({ auth, identity, tenancy: tenancyStore }),
     sdkRoutes({ auth, bootstrap, limiter }),
+    configStreamRoutes({ auth, streams }),
     ingestRoutes({ auth, ingest }),
     optionSetRoutes({ auth, optionSets, limiter }),
     bundleRoutes({ auth, bundles }),
@@ -210,6 +225,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
 
   const jobHandlers: JobHandlers = {
     'maintenance.event-partitions': () => ensureEventPartitions(db),
+    'config-stream.prune': async () => void (await configChanges.prune(config.configStream.retentionHours)),
     'ad-network.sync': () => adNetwork.sync.runAll((msg, err) => adNetworkLog.warn({ err }, msg)),
     ...webhookJobs({ queue: webhookQueue }),
     ...exportJobs.handlers,

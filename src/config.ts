@@ -40,6 +40,16 @@ export interface Config {
   /** temp_buffers (MB) of the fold threads' database sessions: room for a round's temp tables (its devices' new state). */
   foldTempBuffersMb: number;
   exportTtlHours: number;
+  /** Config change stream (SSE): heartbeat, reconnect advice, caps, retention (docs/config-stream.md). */
+  configStream: {
+    heartbeatMs: number;
+    retryMs: number;
+    retryJitterMs: number;
+    maxPerInstance: number;
+    maxPerKey: number;
+    pollMs: number;
+    retentionHours: number;
+  };
   adNetwork: {
     authUrl: string;
     apiUrl: string;
@@ -151,6 +161,16 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     foldWorkMemMb: int(env, 'ANALYTICS_FOLD_WORK_MEM_MB', 256, 16, 16_384),
     foldTempBuffersMb: int(env, 'ANALYTICS_FOLD_TEMP_BUFFERS_MB', 256, 8, 65_536),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
+    configStream: {
+      // 25 s: under the 30-60 s idle timeouts of common load balancers and proxies.
+      heartbeatMs: int(env, 'CONFIG_STREAM_HEARTBEAT_MS', 25_000, 50, 300_000),
+      retryMs: int(env, 'CONFIG_STREAM_RETRY_MS', 1000, 0, 600_000),
+      retryJitterMs: int(env, 'CONFIG_STREAM_RETRY_JITTER_MS', 9000, 0, 600_000),
+      maxPerInstance: int(env, 'CONFIG_STREAM_MAX_PER_INSTANCE', 20_000, 0, 1_000_000),
+      maxPerKey: int(env, 'CONFIG_STREAM_MAX_PER_KEY', 10_000, 0, 1_000_000),
+      pollMs: int(env, 'CONFIG_STREAM_POLL_MS', 2000, 50, 60_000),
+      retentionHours: int(env, 'CONFIG_STREAM_RETENTION_H', 24, 0, 24 * 90),
+    },
     adNetwork: {
       authUrl: env.AD_NETWORK_AUTH_URL ?? 'https://accounts.snapchat.com/login/oauth2',
       apiUrl: env.AD_NETWORK_API_URL ?? 'https://adsapi.snapchat.com/v1',

@@ -35,6 +35,16 @@ export const JOBS = {
     policy: 'singleton',
     cron: '17 3 * * *',
   }),
+  // Deletes config-stream changes past CONFIG_STREAM_RETENTION_H (older resume ids get a resync).
+  'config-stream.prune': def({
+    payload: Type.Object({}),
+    retryLimit: 3,
+    retryDelaySeconds: 60,
+    retryBackoff: true,
+    expireInSeconds: 600,
+    policy: 'singleton',
+    cron: '23 * * * *',
+  }),
   'webhooks.cleanup': def({
     payload: Type.Object({}),
     retryLimit: 3,

@@ -2,6 +2,7 @@ import { withTx, type Db, type Tx } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import { notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
+import type { ChangeRecorder } from '../config-stream/store.js';
 import type { PublishedContent } from '../content/store.js';
 import { buildContent, referencedSets, sdkMinVersion, type OptionSetPage } from './build.js';
 import { createBundleCache } from './cache.js';
@@ -20,6 +21,8 @@ export interface BundleDeps {
   cache?: { pollTtlMs?: number; safetyTtlMs?: number; maxEntries?: number; maxBytes?: number };
   /** Generations running at once in this process (each holds a pool connection while it waits for the app lock). */
   maxConcurrentGenerations?: number;
+  /** Records each new version for the config stream, last in the generating transaction. */
+  recordChange?: ChangeRecorder;
 }
 
 /** A simple counting semaphore. */
@@ -46,7 +49,7 @@ const historyView = (m: BundleMeta, current: number | null) => ({
   current: m.bundle_version === current,
 });
 
-export function createBundleService({ db, store, activity, source, optionSetPages, onError = () => undefined, cache: cacheOpts = {}, maxConcurrentGenerations = 4 }: BundleDeps) {
+export function createBundleService({ db, store, activity, source, optionSetPages, onError = () => undefined, cache: cacheOpts = {}, maxConcurrentGenerations = 4, recordChange }: BundleDeps) {
   const cache = createBundleCache(
     db,
     { pollTtlMs: cacheOpts.pollTtlMs ?? 1000, safetyTtlMs: cacheOpts.safetyTtlMs ?? 30_000, maxEntries: cacheOpts.maxEntries ?? 10_000, maxBytes: cacheOpts.maxBytes ?? 256 * 1024 * 1024 },
@@ -105,6 +108,8 @@ export function createBundleService({ db, store, activity, source, optionSetPage
       tx,
     );
     await store.notify(scope, head.version, tx);
+    // Last: it takes the global change-sequence lock, held until commit.
+    await recordChange?.(scope, { kind: from ? 'bundle_rolled_back' : 'bundle_generated', bundleVersion: head.version }, tx);
     return bundle;
   }
 

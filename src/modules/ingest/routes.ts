@@ -39,11 +39,13 @@ export const ingestRoutes =
       schema: {
         tags: ['ingest'],
         summary: 'Ingest a batch of 1 to 500 events; invalid events are rejected alone with their index',
-        description: 'Each item must match EventEnvelope; a 202 means the valid events are committed. Retries are stored once (dedupe on event_id).',
+        description:
+          'Each item must match EventEnvelope; a 202 means the valid events are committed. Retries are stored once (dedupe on event_id). ' +
+          '503 with Retry-After when ingestion is behind: nothing of the batch was stored, retry it later.',
         body: Type.Object({
           batch: Type.Array(Type.Unknown({ description: 'An EventEnvelope (components.schemas.EventEnvelope)' }), { minItems: 1, maxItems: 500 }),
         }),
-        response: { 202: IngestAnswer, ...errors(400, 401, 413, 429) },
+        response: { 202: IngestAnswer, ...errors(400, 401, 413, 429, 503) },
       },
     }, async (req, reply) => {
       const { result, rate } = await ingest.ingest(keyOf(req), req.body.batch);

@@ -4,6 +4,7 @@ import { checkRate, type RateDecision, type RateLimiter } from '../../http/rate-
 import type { SettingsService } from '../settings/service.js';
 import { checkEvent, type Envelope, type EventError } from './envelope.js';
 import { keepBySampling } from './sampling.js';
+import type { GroupCommit } from './group-commit.js';
 import type { EventRow, IngestStore, OptionLock } from './store.js';
 
 export const MAX_TRAITS_BYTES = 16 * 1024;
@@ -24,7 +25,17 @@ function optionLocks(ev: Envelope): OptionLock[] {
   return values.filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 512).map((v) => ({ set_id: setId, value: v }));
 }
 
-export function createIngestService({ store, settings, limiter }: { store: IngestStore; settings: SettingsService; limiter: RateLimiter }) {
+export function createIngestService({
+  store,
+  writer,
+  settings,
+  limiter,
+}: {
+  store: IngestStore;
+  writer: Pick<GroupCommit, 'write'>;
+  settings: SettingsService;
+  limiter: RateLimiter;
+}) {
   return {
     /**
      * Valid events are stored (once), invalid ones reported by index. Consent-declined events are
@@ -73,7 +84,8 @@ export function createIngestService({ store, settings, limiter }: { store: Inges
           payloadJson: json,
         });
       }
-      if (rows.length > 0) await store.insertEvents(key, key.environment, rows, locks);
+      // Committed with other requests' events (group-commit.ts); resolves once the commit is done.
+      if (rows.length > 0) await writer.write({ scope: key, environment: key.environment, rows, locks });
       const result = {
         accepted: valid.length,
         rejected: errors.length,

@@ -2,6 +2,7 @@ import { withTx, type Db } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
 import { AppError, invalid, notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
+import type { ChangeRecorder } from '../config-stream/store.js';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor.js';
 import { createVersionReader } from './current-version.js';
 import { createIndexCache } from './index-cache.js';
@@ -55,6 +56,8 @@ export interface OptionSetDeps {
   indexBytes?: number;
   /** Where a failing background index build is reported (reads fall back to SQL meanwhile). */
   onIndexError?: (err: unknown) => void;
+  /** Records each sync for the config stream, last in the sync's transaction. */
+  recordChange?: ChangeRecorder;
 }
 
 const MAX_OPTION_DATA_DEPTH = 16;
@@ -101,7 +104,7 @@ const pageJson = (setId: string, version: number, items: string, next: string | 
 
 const rowJson = (r: PageRow) => JSON.stringify({ id: r.id, value: r.value, label: r.label, sort_order: r.sort_order, option_data: r.option_data });
 
-export function createOptionSetService({ db, store, activity, onSetChanged, onHookError, cacheBytes = 32 * 1024 * 1024, indexBytes = 128 * 1024 * 1024, onIndexError }: OptionSetDeps) {
+export function createOptionSetService({ db, store, activity, onSetChanged, onHookError, cacheBytes = 32 * 1024 * 1024, indexBytes = 128 * 1024 * 1024, onIndexError, recordChange }: OptionSetDeps) {
   const cache = createPageCache(cacheBytes);
   const indexes = createIndexCache(store, indexBytes, onIndexError);
   const currentVersion = createVersionReader(store);
@@ -260,6 +263,8 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
           },
           tx,
         );
+        // Last: it takes the global change-sequence lock, held until commit.
+        await recordChange?.(scope, { kind: 'option_set_synced', setId, setVersion: version }, tx);
         return { set_id: setId, mode, version, created: plan.created, updated: plan.updated, archived, rejected: plan.rejected, item_count };
       });
       refreshStats(result.created + result.updated + result.archived);

@@ -2,7 +2,8 @@ import type { KeyContext } from '../../http/auth.js';
 import type { SettingsService } from '../settings/service.js';
 import type { TenancyStore } from '../tenancy/store.js';
 
-export function createBootstrapService({ settings, tenancy }: { settings: SettingsService; tenancy: TenancyStore }) {
+/** storePath: the config-change stream's path, relative to the base URL (the SDK subscribes to it). */
+export function createBootstrapService({ settings, tenancy, storePath }: { settings: SettingsService; tenancy: TenancyStore; storePath: string }) {
   return {
     async bootstrap(key: KeyContext) {
       const [s, lock] = await Promise.all([settings.get(key), tenancy.runtimeLockOf(key.tenantId)]);
@@ -10,7 +11,7 @@ export function createBootstrapService({ settings, tenancy }: { settings: Settin
         orgId: key.tenantId,
         appId: key.appId,
         environment: key.environment,
-        storePath: `organizations/${key.tenantId}/apps/${key.appId}/config-bundle`,
+        storePath,
         settings: { flushInterval: s.sdk_settings.flushInterval, batchSize: s.sdk_settings.batchSize, configTTL: s.sdk_settings.configTTL },
         ...(lock ? { runtime_lock: lock } : {}),
       };
