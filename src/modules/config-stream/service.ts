@@ -1,0 +1,196 @@
+import type { ServerResponse } from 'node:http';
+import type { KeyContext } from '../../http/auth.js';
+import { AppError } from '../../http/errors.js';
+import { createChangeListener } from './listener.js';
+import { changeMessage, heartbeat, reconnectMessage, retryHint, snapshotMessage } from './sse.js';
+import type { ChangeRow, ConfigChangeStore } from './store.js';
+
+export interface StreamSettings {
+  /** Heartbeat comment interval: below the 30-60 s idle timeouts of common load balancers. */
+  heartbeatMs: number;
+  /** Reconnect advice: base + a uniform random share of the jitter, per client. */
+  retryMs: number;
+  retryJitterMs: number;
+  /** Streams this instance holds at most, and at most per API key. */
+  maxPerInstance: number;
+  maxPerKey: number;
+  /** Table poll interval while the LISTEN connection is down. */
+  pollMs: number;
+}
+
+/** Missed changes replayed on a resume; a client further behind gets a resync instead. */
+export const BACKLOG_MAX = 500;
+/** A client this far behind on reading (bytes queued in the socket) is dropped; it resumes by id. */
+const MAX_QUEUED_BYTES = 256 * 1024;
+
+interface Stream {
+  tenantId: string;
+  appId: string;
+  keyId: string;
+  environment: string;
+  /** Highest seq this client has been sent (or has no interest in). */
+  lastSeq: number;
+  res: ServerResponse | null;
+  /** Changes that arrived while the stream's first messages were being prepared. */
+  pending: ChangeRow[] | null;
+  /** What to send when it attaches (retry hint, snapshot or missed changes). */
+  first: string;
+}
+
+const EVENT_STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  // no-transform: compressing proxies would buffer the events.
+  'cache-control': 'no-cache, no-transform',
+  // nginx and similar proxies otherwise buffer the response.
+  'x-accel-buffering': 'no',
+};
+
+export function createConfigStreamService({
+  store,
+  databaseUrl,
+  settings,
+  onError,
+}: {
+  store: ConfigChangeStore;
+  databaseUrl: string;
+  settings: StreamSettings;
+  onError: (err: unknown, where: string) => void;
+}) {
+  const byApp = new Map<string, Set<Stream>>();
+  const perKey = new Map<string, number>();
+  let total = 0;
+  let closing = false;
+  let beat: NodeJS.Timeout | null = null;
+
+  const jitteredMs = () => settings.retryMs + Math.floor(Math.random() * (settings.retryJitterMs + 1));
+  const retryAfter = () => ({ 'retry-after': String(Math.max(1, Math.ceil(jitteredMs() / 1000))) });
+
+  const listener = createChangeListener({ databaseUrl, store, deliver, pollMs: settings.pollMs, onError });
+
+  function write(s: Stream, text: string): void {
+    const res = s.res!;
+    // Past the budget the client is not reading: drop it rather than buffer without bound.
+    if (!res.write(text) && res.writableLength > MAX_QUEUED_BYTES) res.destroy();
+  }
+
+  function push(s: Stream, r: ChangeRow, text: string): void {
+    if (r.seq <= s.lastSeq || r.tenant_id !== s.tenantId) return;
+    if (s.pending) return void s.pending.push(r);
+    s.lastSeq = r.seq;
+    if (r.environment === null || r.environment === s.environment) write(s, text);
+  }
+
+  function deliver(rows: ChangeRow[]): void {
+    for (const r of rows) {
+      const streams = byApp.get(r.app_id);
+      if (!streams) continue;
+      const text = changeMessage(r);
+      for (const s of streams) push(s, r, text);
+    }
+  }
+
+  function release(s: Stream): void {
+    const set = byApp.get(s.appId);
+    if (!set?.delete(s)) return;
+    if (set.size === 0) byApp.delete(s.appId);
+    total--;
+    const n = perKey.get(s.keyId)! - 1;
+    if (n === 0) perKey.delete(s.keyId);
+    else perKey.set(s.keyId, n);
+  }
+
+  function tick(): void {
+    const text = heartbeat(listener.lastSeq);
+    for (const set of byApp.values()) for (const s of set) if (s.res && !s.pending) write(s, text);
+  }
+
+  /** The stream's first messages: a snapshot, the changes after the client's id, or a resync. */
+  async function prepare(s: Stream, key: KeyContext, lastEventId: number | undefined): Promise<string> {
+    const head = await store.head();
+    const hint = retryHint(jitteredMs());
+    if (lastEventId !== undefined && lastEventId >= head.prunedThrough && lastEventId <= head.lastSeq) {
+      const rows = await store.since(key, lastEventId, BACKLOG_MAX + 1);
+      if (rows.length <= BACKLOG_MAX) {
+        s.lastSeq = Math.max(head.lastSeq, rows.at(-1)?.seq ?? 0);
+        const mine = rows.filter((r) => r.environment === null || r.environment === s.environment);
+        return hint + mine.map(changeMessage).join('');
+      }
+    }
+    // Fresh connect, or an id this server cannot resume from (pruned, too far behind, or from
+    // another database): the current versions. Changes after head.lastSeq follow as events.
+    s.lastSeq = head.lastSeq;
+    const snap = await store.snapshot(key);
+    return hint + snapshotMessage(lastEventId === undefined ? 'snapshot' : 'resync', head.lastSeq, snap);
+  }
+
+  return {
+    /**
+     * Admits a stream (caps, shutdown) and prepares its first messages; nothing is written yet,
+     * so a refusal or a database failure still answers problem+json.
+     */
+    async open(key: KeyContext, lastEventId: number | undefined): Promise<{ attach(res: ServerResponse, headers: Record<string, unknown>): void }> {
+      if (closing) throw new AppError('service_unavailable', 'This instance is shutting down; reconnect', undefined, retryAfter());
+      if (total >= settings.maxPerInstance) {
+        throw new AppError('service_unavailable', `This instance holds its maximum of ${settings.maxPerInstance} streams`, undefined, retryAfter());
+      }
+      if ((perKey.get(key.keyId) ?? 0) >= settings.maxPerKey) {
+        throw new AppError('rate_limited', `This key holds its maximum of ${settings.maxPerKey} streams on this instance`, undefined, retryAfter());
+      }
+      const s: Stream = { tenantId: key.tenantId, appId: key.appId, keyId: key.keyId, environment: key.environment, lastSeq: 0, res: null, pending: [], first: '' };
+      // Counted and registered before any read: changes committing meanwhile wait in `pending`.
+      total++;
+      perKey.set(s.keyId, (perKey.get(s.keyId) ?? 0) + 1);
+      let set = byApp.get(s.appId);
+      if (!set) byApp.set(s.appId, (set = new Set()));
+      set.add(s);
+      try {
+        await listener.start();
+        s.first = await prepare(s, key, lastEventId);
+      } catch (err) {
+        release(s);
+        onError(err, 'config-stream open');
+        throw new AppError('service_unavailable', 'The config stream is unavailable; retry later or poll', undefined, retryAfter());
+      }
+      return {
+        attach(res, headers) {
+          // The client may have gone (or shutdown begun) while the first messages were read.
+          if (closing || res.destroyed || !res.socket || res.socket.destroyed) {
+            release(s);
+            return void res.destroy();
+          }
+          s.res = res;
+          res.on('close', () => release(s));
+          res.writeHead(200, { ...headers, ...EVENT_STREAM_HEADERS });
+          const pending = s.pending!;
+          s.pending = null;
+          write(s, s.first);
+          s.first = '';
+          for (const r of pending) push(s, r, changeMessage(r));
+          if (!beat) {
+            beat = setInterval(tick, settings.heartbeatMs);
+            beat.unref();
+          }
+        },
+      };
+    },
+
+    /** Tells every client to reconnect (elsewhere, after a jittered delay) and ends its stream. */
+    async close(): Promise<void> {
+      closing = true;
+      if (beat) clearInterval(beat);
+      for (const set of [...byApp.values()]) {
+        for (const s of [...set]) {
+          release(s);
+          const res = s.res;
+          // Then the socket: an idle keep-alive connection would hold the server's close.
+          if (res && !res.destroyed) res.end(reconnectMessage('shutdown', jitteredMs()), () => res.destroy());
+        }
+      }
+      await listener.stop();
+    },
+
+    stats: () => ({ streams: total, listening: listener.listening, lastSeq: listener.lastSeq }),
+  };
+}
+
+export type ConfigStreamService = ReturnType<typeof createConfigStreamService>;
