@@ -3,6 +3,8 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ApiError } from './api/client';
 import { App } from './app';
+import { PAGES } from './pages';
+import { current } from './router';
 import { SessionProvider } from './session';
 import './styles.css';
 
@@ -16,6 +18,9 @@ const queries = new QueryClient({
     },
   },
 });
+
+// The first page's code loads while the session is read, not after it.
+void PAGES.find((p) => p.path === current())?.load();
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

@@ -7,7 +7,7 @@ const listeners = new Set<() => void>();
 window.addEventListener('popstate', () => listeners.forEach((l) => l()));
 
 /** The path inside the console, e.g. "/dashboard". */
-const current = () => {
+export const current = () => {
   const p = window.location.pathname.startsWith(BASE) ? window.location.pathname.slice(BASE.length) : window.location.pathname;
   return p === '' ? '/' : p;
 };

@@ -9,14 +9,18 @@ export interface PageDef {
   path: string;
   label: string;
   component: LazyExoticComponent<ComponentType>;
+  /** Starts loading the page's code (main.tsx does it for the first page, beside the /me call). */
+  load(): Promise<unknown>;
 }
 
+const page = (path: string, label: string, load: () => Promise<{ default: ComponentType }>): PageDef => ({ path, label, load, component: lazy(load) });
+
 export const PAGES: PageDef[] = [
-  { path: '/', label: 'Dashboard', component: lazy(() => import('./dashboard')) },
-  { path: '/funnels', label: 'Funnels', component: lazy(() => import('./funnels')) },
-  { path: '/retention', label: 'Retention', component: lazy(() => import('./retention')) },
-  { path: '/activity', label: 'Activity', component: lazy(() => import('./activity')) },
-  { path: '/api-keys', label: 'API keys', component: lazy(() => import('./api-keys')) },
-  { path: '/members', label: 'Members', component: lazy(() => import('./members')) },
-  { path: '/settings', label: 'Settings', component: lazy(() => import('./settings')) },
+  page('/', 'Dashboard', () => import('./dashboard')),
+  page('/funnels', 'Funnels', () => import('./funnels')),
+  page('/retention', 'Retention', () => import('./retention')),
+  page('/activity', 'Activity', () => import('./activity')),
+  page('/api-keys', 'API keys', () => import('./api-keys')),
+  page('/members', 'Members', () => import('./members')),
+  page('/settings', 'Settings', () => import('./settings')),
 ];
