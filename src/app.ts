@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import { registerErrorHandling } from './http/errors.js';
-import { clientErrorHandler, registerJsonBodies } from './http/json-body.js';
+import { clientErrorHandler, frameworkErrors, registerJsonBodies } from './http/json-body.js';
 import { Problem } from './http/schemas.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -35,6 +35,7 @@ export async function buildApp({ logger, plugins, version, corsOrigins = [] }: {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     clientErrorHandler,
+    frameworkErrors,
     ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
 import { AppError, problem } from './errors.js';
 import { findJsonViolation, type JsonViolation } from './json-bounds.js';
@@ -43,6 +43,15 @@ export function registerJsonBodies(app: FastifyInstance): void {
     const inParams = findJsonViolation(req.params);
     done(inParams ? violationError('/params', inParams) : undefined);
   });
+}
+
+/**
+ * URLs the router refuses before any route runs (a path parameter that is not valid percent-encoded
+ * UTF-8, or longer than the router allows): problem+json 400, like every other client error.
+ */
+export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  const detail = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is not valid percent-encoded UTF-8';
+  reply.status(400).type('application/problem+json').send(problem('validation_failed', detail));
 }
 
 /**
