@@ -100,6 +100,8 @@ describe('ad network against the documented objects', () => {
     const n = fake.world.requests.filter((r) => r.method === 'PUT').length;
     assert.equal((await c.post(`${acctPath(USD)}/adsquads/${eurSquad}/pause`, {}, t.console)).status, 404);
     assert.equal((await c.post(`${acctPath(USD)}/ads/${eurAd}/pause`, {}, t.console)).status, 404);
+    const eurCampaign = fake.world.entities.get(eurSquad)!.fields.campaign_id;
+    assert.equal((await c.get(`${acctPath(USD)}/adsquads?campaign_id=${eurCampaign}`, t.console)).status, 404);
     const usdCreative = await creative(USD, 'Mine');
     const cross = await c.post(`${acctPath(USD)}/ads`, { ad_squad_id: eurSquad, creative_id: usdCreative, name: 'x' }, t.console);
     assert.equal(cross.status, 400, cross.text);

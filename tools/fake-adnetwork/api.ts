@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { create, getLive, ItemError, update, view } from './entities.js';
-import { type Account, type Entity, type Kind, type World } from './state.js';
+import { decodeCursor, encodeCursor, limitInRange, type Account, type Entity, type Kind, type World } from './state.js';
 import { statsFor, StatsError } from './stats.js';
 
 const PLURAL: Record<Kind, string> = { campaign: 'campaigns', adsquad: 'adsquads', ad: 'ads', creative: 'creatives', media: 'media' };
@@ -21,13 +21,13 @@ export function registerApi(app: FastifyInstance, w: World) {
   function paged<T>(req: FastifyRequest, reply: FastifyReply, rows: T[], wrap: (r: T) => unknown, key: string) {
     const q = req.query as Q;
     const limit = q.limit === undefined ? 50 : Number(q.limit);
-    if (!Number.isInteger(limit) || limit < 50 || limit > 1000) return reply.status(400).send(errorBody('E1007', 'limit must be between 50 and 1000'));
-    const offset = q.cursor ? Number(Buffer.from(q.cursor, 'base64url').toString()) || 0 : 0;
+    if (!limitInRange(limit)) return reply.status(400).send(errorBody('E1007', 'limit must be between 50 and 1000'));
+    const offset = decodeCursor(q.cursor);
     const page = rows.slice(offset, offset + limit);
     let next: string | undefined;
     if (offset + limit < rows.length) {
       const u = new URL(req.url, `http://${req.headers.host}`);
-      u.searchParams.set('cursor', Buffer.from(String(offset + limit)).toString('base64url'));
+      u.searchParams.set('cursor', encodeCursor(offset + limit));
       u.searchParams.set('limit', String(limit));
       next = u.toString();
     }

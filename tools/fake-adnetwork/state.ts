@@ -104,6 +104,13 @@ export type World = ReturnType<typeof createWorld>;
 
 export const nowIso = () => new Date().toISOString();
 
+/** Paging `limit` must be 50..1000 (§1 of the reference). */
+export const limitInRange = (n: number) => Number.isInteger(n) && n >= 50 && n <= 1000;
+
+/** Opaque paging cursor: the offset of the next page. */
+export const encodeCursor = (offset: number) => Buffer.from(String(offset)).toString('base64url');
+export const decodeCursor = (cursor: string | undefined) => (cursor ? Number(Buffer.from(cursor, 'base64url').toString()) || 0 : 0);
+
 /** Local calendar parts of an instant in an IANA zone. */
 export function localParts(ms: number, tz: string) {
   const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });

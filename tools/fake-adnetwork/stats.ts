@@ -1,4 +1,4 @@
-import { addDays, localDay, localParts, midnightIso, seeded, type Entity, type World } from './state.js';
+import { addDays, decodeCursor, encodeCursor, limitInRange, localDay, localParts, midnightIso, seeded, type Entity, type World } from './state.js';
 
 export const STAT_FIELDS = ['impressions', 'swipes', 'spend', 'view_completion', 'conversion_purchases'] as const;
 type Stats = Record<string, number>;
@@ -60,9 +60,8 @@ function breakdownPage(q: Record<string, string | undefined>) {
   if (q.limit === undefined) return undefined;
   if (!q.breakdown) throw new StatsError('E1008', 'Pagination limit can only be used with breakdown query');
   const limit = Number(q.limit);
-  if (!Number.isInteger(limit) || limit < 50 || limit > 1000) throw new StatsError('E1007', 'limit must be between 50 and 1000');
-  const offset = q.cursor ? Number(Buffer.from(q.cursor, 'base64url').toString()) || 0 : 0;
-  return { limit, offset };
+  if (!limitInRange(limit)) throw new StatsError('E1007', 'limit must be between 50 and 1000');
+  return { limit, offset: decodeCursor(q.cursor) };
 }
 
 /**
@@ -112,7 +111,7 @@ export function statsFor(w: World, target: Entity | { kind: 'adaccount'; id: str
   if (page) {
     const more = page.offset + page.limit < rows.length;
     rows = rows.slice(page.offset, page.offset + page.limit);
-    paging = more ? { next_link: link(Buffer.from(String(page.offset + page.limit)).toString('base64url')) } : {};
+    paging = more ? { next_link: link(encodeCursor(page.offset + page.limit)) } : {};
   }
   return wrap({ breakdown_stats: { [breakdown]: rows } }, paging);
 }

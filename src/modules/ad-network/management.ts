@@ -123,8 +123,11 @@ export function createManagement({ ops }: { ops: NetworkOps }) {
       return { ...r, budget };
     },
     deleteSquad: (ctx: Ctx, id: string) => ops.remove(ctx, 'adsquad', id),
-    listSquads: (ctx: Ctx, campaignId?: string) =>
-      ops.list(ctx, campaignId ? `/campaigns/${enc(campaignId)}/adsquads` : `/adaccounts/${enc(ctx.acct.id)}/adsquads`, 'adsquad'),
+    async listSquads(ctx: Ctx, campaignId?: string) {
+      if (!campaignId) return ops.list(ctx, `/adaccounts/${enc(ctx.acct.id)}/adsquads`, 'adsquad');
+      await ops.current(ctx, 'campaign', campaignId); // another account's campaign answers 404
+      return ops.list(ctx, `/campaigns/${enc(campaignId)}/adsquads`, 'adsquad');
+    },
 
     /** Step 1 creates the media entity, step 2 uploads the file, then the media is polled until READY. */
     async uploadMedia(ctx: Ctx, b: { name: string; type: 'VIDEO' | 'IMAGE'; file_name: string; content_type: string; data: Buffer }) {

@@ -126,8 +126,14 @@ export const adNetworkRoutes =
     });
 
     // The network pushes nothing: registering webhooks for it is refused (state changes come from the hourly sync).
-    app.all('/api/v1/ad-network/webhooks', { schema: { tags, summary: 'Refused: the ad network has no webhooks', response: errors(400) } }, async () => {
-      throw new AppError('webhooks_not_supported', 'Webhooks are not supported for the ad network; state changes are found by the hourly sync');
+    // The methods a webhook registration could use, not `all` (which adds QUERY, TRACE, PROPFIND... to the API document).
+    app.route({
+      method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      url: '/api/v1/ad-network/webhooks',
+      schema: { tags, summary: 'Refused: the ad network has no webhooks', response: errors(400) },
+      handler: async () => {
+        throw new AppError('webhooks_not_supported', 'Webhooks are not supported for the ad network; state changes are found by the hourly sync');
+      },
     });
 
     app.put('/api/v1/admin/ad-network/apps/:appId/accounts/:accountId/live-writes', {
