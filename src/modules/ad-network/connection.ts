@@ -4,7 +4,7 @@ import type { Scope } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import { NetworkError, toAppError, type Call, type NetworkClient } from './client.js';
-import { open, seal } from './crypto.js';
+import { open, seal } from '../../lib/secret-box.js';
 import { limitKeys } from './limiter.js';
 import { exchangeCode, newAuthorization, OAuthError, refreshGrant, SCOPE, sha256, type TokenSet } from './oauth.js';
 import type { AdNetworkStore, ConnectionStatus } from './store.js';
