@@ -6,7 +6,7 @@
 import { build } from 'esbuild';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
@@ -26,6 +26,7 @@ const props = (i: number) => ({ screen: 'paywall', plan: 'annual', price: 59.99,
 const offline: FetchLike = () => new Promise(() => {});
 const gc = (globalThis as { gc?: () => void }).gc;
 const tmp = mkdtempSync(path.join(tmpdir(), 'sdk-bench-'));
+const loadAtStart = loadavg()[0];
 const dirBytes = (d: string) => readdirSync(d).reduce((n, f) => n + statSync(path.join(d, f)).size, 0);
 const heap = () => {
   gc?.();
@@ -125,7 +126,8 @@ const mb = (n: number) => f(n / 1024 / 1024, 1);
 const body = `Command: \`npm run bench:sdk -- --tracks ${TRACKS} --queued ${QUEUED} --e2e ${E2E}\` · ${machine()}
 
 Measured on a machine shared with other work at the time (other helpers' tests and builds), so
-absolute times are noisy; each baseline ran in the same process, right beside its figure.
+absolute times are noisy (1-minute load average ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at
+the end); each baseline ran in the same process, right beside its figure.
 
 | measure | SDK | baseline (same run) |
 | --- | ---: | ---: |

@@ -331,5 +331,22 @@ describe('sdk e2e: config, flags, safe mode', () => {
     assert.equal(idsOf(client.getAnonId()!).length, 25);
     await client.shutdown();
   });
+
+  it("bootstrap's settings replace the options: batch size from the app's settings", async () => {
+    const set = (batchSize: number) => suite.c.patch('/api/v1/settings', { sdk_settings: { batchSize } }, suite.t.console);
+    assert.equal((await set(5)).status, 200);
+    try {
+      const { client } = sdk(memoryStorage(), { batchSize: 1000 });
+      await client.start();
+      const from = proxy.seen.length;
+      await trackMany(client, 5);
+      await until(() => client.queuedCount() === 0);
+      assert.equal(proxy.seen.slice(from).filter(isEvents)[0].body.batch.length, 5);
+      await assertStoredOnce(client.getAnonId()!, idsOf(client.getAnonId()!));
+      await client.shutdown();
+    } finally {
+      await set(20);
+    }
+  });
 });
 });
