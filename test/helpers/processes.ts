@@ -33,13 +33,15 @@ export function clusterEnv(databaseUrl: string, extra: Record<string, string> = 
     DATA_DIR: `/tmp/svc-cluster-${randomBytes(4).toString('hex')}`,
     ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     ALLOW_PRIVATE_TARGETS: '1',
-    LOG_LEVEL: 'warn',
+    // One issuer for every instance: tokens signed by one are verified by the others.
+    PUBLIC_URL: 'http://cluster.test',
+    LOG_LEVEL: process.env.CLUSTER_LOG_LEVEL ?? 'warn',
     ...extra,
   };
 }
 
 /** Starts `node --import tsx src/main.ts` and waits until /readyz answers 200. */
-export async function startInstance(inst: Instance, env: Record<string, string>, timeoutMs = 60_000): Promise<void> {
+export async function startInstance(inst: Instance, env: Record<string, string>, timeoutMs = 120_000): Promise<void> {
   const portVar = inst.role === 'api' ? { PORT: String(inst.port) } : { OPS_PORT: String(inst.port), PORT: '0' };
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
@@ -56,9 +58,9 @@ export async function startInstance(inst: Instance, env: Record<string, string>,
   const until = Date.now() + timeoutMs;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`${inst.role} on ${inst.port} exited ${proc.exitCode}: ${inst.tail.join('\n')}`);
-    const ok = await fetch(`${inst.url}/readyz`).then((r) => r.status === 200, () => false);
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`${inst.role} on ${inst.port} not ready: ${inst.tail.join('\n')}`);
+    const ready = await fetch(`${inst.url}/readyz`).then(async (r) => ({ ok: r.status === 200, text: await r.text() }), (err) => ({ ok: false, text: String(err) }));
+    if (ready.ok) return;
+    if (Date.now() > until) throw new Error(`${inst.role} on ${inst.port} not ready (${ready.text}): ${inst.tail.join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
