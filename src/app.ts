@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import { registerErrorHandling } from './http/errors.js';
+import { swaggerOptions } from './http/openapi.js';
 import { clientErrorHandler, frameworkErrors, registerJsonBodies } from './http/json-body.js';
 import { Problem } from './http/schemas.js';
 
@@ -53,26 +54,7 @@ export async function buildApp({ logger, plugins, version, corsOrigins = [] }: {
     await app.register(cors, { origin: corsOrigins, strictPreflight: false, maxAge: 600, exposedHeaders: CORS_EXPOSED });
   }
 
-  await app.register(swagger, {
-    // Shared schemas keep their $id as the component name (Problem, EventEnvelope) instead of def-N.
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    openapi: {
-      info: {
-        title: 'Mobile SDK backend',
-        version,
-        description: 'Config bundles, event ingestion, analytics, export, Option Sets, API keys and webhooks for mobile apps.',
-      },
-      components: {
-        securitySchemes: {
-          sdkKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-          apiSecret: { type: 'apiKey', in: 'header', name: 'x-api-secret' },
-          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          tenant: { type: 'apiKey', in: 'header', name: 'x-tenant-id' },
-          app: { type: 'apiKey', in: 'header', name: 'x-app-id' },
-        },
-      },
-    },
-  });
+  await app.register(swagger, swaggerOptions(version));
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   for (const plugin of plugins) await app.register(plugin);

@@ -115,9 +115,14 @@ function loadEncryptionKey(env: Env, dataDir: string): Buffer {
   // Generated once and kept beside the data so restarts can still decrypt stored secrets.
   const file = path.join(dataDir, 'encryption.key');
   if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
-  mkdirSync(dataDir, { recursive: true });
   const key = randomBytes(32);
-  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new ConfigError(`DATA_DIR ${dataDir} is not writable (${code}): set DATA_DIR to a writable directory, or ENCRYPTION_KEY`);
+  }
   return key;
 }
 

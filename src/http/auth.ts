@@ -36,6 +36,23 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const roleAtLeast = (role: Role, min: Role) => RANK[role] >= RANK[min];
 
+/** The authentication levels of the spec, by the pre-handler that enforces each. */
+export type AuthLevel = 'sdkKey' | 'keyPair' | 'exportKey' | 'bearer' | 'customer' | 'superAdmin';
+export interface DeclaredAuth {
+  level: AuthLevel;
+  /** The least role a customer route needs. */
+  role?: Role;
+}
+// Keyed by the pre-handler function itself, so the API document (src/http/openapi.ts) reads each
+// route's security from the pre-handler the route already names: nothing to repeat per route.
+const declared = new WeakMap<object, DeclaredAuth>();
+function declare<F extends object>(fn: F, level: AuthLevel, role?: Role): F {
+  declared.set(fn, role ? { level, role } : { level });
+  return fn;
+}
+/** The level a route hook enforces, when it is one of the pre-handlers below. */
+export const declaredAuth = (hook: unknown): DeclaredAuth | undefined => (typeof hook === 'function' ? declared.get(hook) : undefined);
+
 function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];
   return typeof v === 'string' && v.length > 0 ? v : undefined;
@@ -95,18 +112,18 @@ export function createAuth({ identity, tenancy, keys }: { identity: IdentityServ
   }
 
   return {
-    bearer,
-    customer,
-    sdkKey,
-    keyPair: (req: FastifyRequest) => resolveKey(req, true),
-    exportKey: async (req: FastifyRequest) => {
+    bearer: declare(bearer, 'bearer'),
+    customer: (min: Role = 'viewer') => declare(customer(min), 'customer', min),
+    sdkKey: declare(sdkKey, 'sdkKey'),
+    keyPair: declare((req: FastifyRequest) => resolveKey(req, true), 'keyPair'),
+    exportKey: declare(async (req: FastifyRequest) => {
       await resolveKey(req, false);
       if (!req.apiKey!.permissions.includes('export_data')) throw new AppError('forbidden', 'This key lacks the export_data permission');
-    },
-    superAdmin: async (req: FastifyRequest) => {
+    }, 'exportKey'),
+    superAdmin: declare(async (req: FastifyRequest) => {
       await bearer(req);
       if (!req.user!.superAdmin) throw new AppError('forbidden', 'Super Admin only');
-    },
+    }, 'superAdmin'),
   };
 }
 
