@@ -109,6 +109,10 @@ export function createExperiments({ store, writes, mgmt, stats }: {
         await mgmt.updateSquad({ ...ctx, key: controlKey }, variants[0].adsquad_id, {}, 'resume', 'ACTIVE');
         id = await store.insert(ctx.scope, { ad_account_id: ctx.acct.id, campaign_id: b.campaign_id, name: b.name, dry_run: !ctx.acct.live_writes, key, actor: ctx.actor, variants });
       } catch (err) {
+        // Another request with this key is on it (journal conflict) or has recorded the experiment: its objects, not ours to undo.
+        if (err instanceof AppError && err.code === 'conflict') throw err;
+        const done = await store.byKey(ctx.scope, key).catch(() => undefined);
+        if (done) return { ...view(done), replayed: true };
         const left = await undo(ctx, key, made);
         if (left.length && err instanceof AppError) {
           throw new AppError(err.code, `${err.message} (could not delete, left PAUSED and in the write journal: ${left.join(', ')})`, err.errors);
