@@ -184,6 +184,9 @@ test('the console journey from an empty service', async () => {
   await page.getByRole('button', { name: 'Invite' }).click();
   assert.equal(await page.getByLabel(`Role of ${viewer}`).inputValue(), 'viewer');
   await screenshot(page, 'members');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('button', { name: 'Sign in' }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('console.token')), null);
 
   mark('viewer');
   // The viewer's view: the numbers, disabled controls, the API's 403 shown plainly.
@@ -206,6 +209,22 @@ test('the console journey from an empty service', async () => {
 
 const t0 = Date.now();
 const mark = (what: string) => process.env.CONSOLE_TEST_TIMES && console.log(`${what}: ${Date.now() - t0} ms`);
+
+test('serves the console: hashed assets cached for a year, deep links fall back to index.html', async () => {
+  const index = await rig.c.get('/console/');
+  assert.equal(index.status, 200);
+  assert.equal(index.headers.get('cache-control'), 'no-cache');
+  const asset = /src="\/console\/(assets\/[^"]+\.js)"/.exec(index.text)?.[1];
+  assert.ok(asset, 'index.html names its script');
+  const js = await rig.c.get(`/console/${asset}`);
+  assert.equal(js.status, 200);
+  assert.match(js.headers.get('cache-control') ?? '', /max-age=31536000.*immutable/);
+  const deep = await rig.c.get('/console/settings');
+  assert.equal(deep.status, 200);
+  assert.equal(deep.text, index.text);
+  assert.equal((await rig.c.get('/console/assets/nope.js')).text, index.text);
+  assert.equal((await fetch(`${rig.server.url}/console`, { redirect: 'manual' })).headers.get('location'), '/console/');
+});
 
 async function assertText(loc: ReturnType<Page['locator']>, expected: string) {
   await loc.filter({ hasText: expected }).waitFor().catch(async () => assert.equal(await loc.textContent(), expected));
