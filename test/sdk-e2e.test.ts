@@ -332,6 +332,19 @@ describe('sdk e2e: config, flags, safe mode', () => {
     await client.shutdown();
   });
 
+  it('optionSet pages and searches an Option Set', async () => {
+    const items = [{ value: 'red', label: 'Rouge' }, { value: 'green', label: 'Vert' }, { value: 'blue', label: 'Bleu' }];
+    const pair = { 'x-api-key': suite.t.live.public_key, 'x-api-secret': suite.t.live.secret_key };
+    assert.equal((await suite.c.post('/api/v1/sdk/option-sets/colors/sync', { items }, pair)).status, 200);
+    const { client } = sdk(memoryStorage());
+    const all = (await client.optionSet('colors')) as { items: { value: string }[]; next_cursor: string | null };
+    assert.deepEqual(all.items.map((i) => i.value).sort(), ['blue', 'green', 'red']);
+    assert.equal(all.next_cursor, null);
+    const found = (await client.optionSet('colors', { q: 'verT' })) as { items: { value: string }[] };
+    assert.deepEqual(found.items.map((i) => i.value), ['green']);
+    await assert.rejects(client.optionSet('nope'), /404/);
+  });
+
   it("bootstrap's settings replace the options: batch size from the app's settings", async () => {
     const set = (batchSize: number) => suite.c.patch('/api/v1/settings', { sdk_settings: { batchSize } }, suite.t.console);
     assert.equal((await set(5)).status, 200);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import murmur from 'murmurhash3js';
 import { describe, it, mock } from 'node:test';
-import { createClient, memoryStorage, type SdkError } from '../packages/sdk/src/index.js';
+import { createClient, localStorageAdapter, memoryStorage, type SdkError } from '../packages/sdk/src/index.js';
 import type { FetchLike } from '../packages/sdk/src/http.js';
 import { bucketOf, murmur3 } from '../packages/sdk/src/murmur.js';
 import { EventQueue } from '../packages/sdk/src/queue.js';
@@ -123,6 +123,15 @@ describe('sdk: queue', () => {
     assert.equal((await EventQueue.load(storage, '', one * 10)).dropped, 2, 'the count survives a restart');
     await q.push(ev(12, 'x'.repeat(100)), 2);
     assert.equal(q.dropped, 1, 'two reported, one more dropped by this push');
+  });
+
+  it('the localStorage adapter keeps the queue in a Web Storage object', async () => {
+    const web = new Map<string, string>();
+    const ls = { getItem: (k: string) => web.get(k) ?? null, setItem: (k: string, v: string) => void web.set(k, v), removeItem: (k: string) => void web.delete(k) };
+    const q = await EventQueue.load(localStorageAdapter(ls), 'w.', 1e9);
+    await q.push(ev(1));
+    assert.equal(JSON.parse(web.get('w.q.0')!)[0].event_id, 'id-101');
+    assert.equal((await EventQueue.load(localStorageAdapter(ls), 'w.', 1e9)).count, 1);
   });
 
   it('the client reports drops through onError and on the next event', async () => {

@@ -83,7 +83,6 @@ export class Client {
   private queue!: EventQueue;
   private state!: State;
   private config: ConfigStore;
-  private boot: Bootstrap | null = null;
   private seq = 0;
   private touchedSaved = 0;
   private exposed = new Set<string>();
@@ -142,6 +141,11 @@ export class Client {
 
   /** The app came back to the foreground: the same config refresh as at start. */
   async foreground(): Promise<void> {
+    try {
+      await this.loaded;
+    } catch {
+      return;
+    }
     await this.refresh();
     if (!this.locked && this.queue?.count) void this.flush();
   }
@@ -172,7 +176,6 @@ export class Client {
   }
 
   private applyBootstrap(b: Bootstrap): void {
-    this.boot = b;
     this.locked = !!b.runtime_lock;
     const s = b.settings ?? {};
     if (s.batchSize && s.batchSize > 0) this.batchSize = Math.min(s.batchSize, 500);
