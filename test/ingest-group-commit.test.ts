@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { client, createTenant, makeEvent, type Client, type Res, type Tenant } from './helpers/client.js';
+import { clusterEnv, makeInstance, startInstance, type Instance } from './helpers/processes.js';
 import { createTestDatabase } from './helpers/server.js';
 import { useTenantApp } from './helpers/suite.js';
 
@@ -161,42 +159,21 @@ async function addApp(c: Client, t: Tenant): Promise<Tenant> {
 }
 
 describe('ingest: kill -9 during group commits', () => {
-  const root = path.resolve(import.meta.dirname, '..');
-  let child: ChildProcess | undefined;
-  after(() => {
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  let inst: Instance | undefined;
+  after(() => void inst?.proc?.kill('SIGKILL'));
 
-  const freePort = () =>
-    new Promise<number>((resolve) => {
-      const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const p = (s.address() as net.AddressInfo).port;
-        s.close(() => resolve(p));
-      });
-    });
-
-  /** The real service in its own process, on the test database server (a kill -9 of Node, the database survives). */
-  async function start(databaseUrl: string) {
-    const port = await freePort();
-    const ch = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/main.ts')], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, ROLE: 'api', LOG_LEVEL: 'warn', INGEST_GROUP_WAIT_MS: '5' },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const until = Date.now() + 60_000;
-    while (Date.now() < until) {
-      assert.equal(ch.exitCode, null, 'the service exited');
-      if (await fetch(`${url}/api/v1/ingest/health`).then((r) => r.ok, () => false)) return { ch, c: client(url) };
-      await sleep(100);
-    }
-    throw new Error('service did not start');
+  /** The real service in its own process, on the test database server (a kill -9 of Node; the database survives). */
+  async function start(env: Record<string, string>) {
+    inst = await makeInstance('api');
+    await startInstance(inst, env);
+    return { proc: inst.proc!, c: client(inst.url) };
   }
 
   it('keeps every acknowledged event exactly once, and retries of the rest store each once', async () => {
     const databaseUrl = await createTestDatabase();
-    const first = await start(databaseUrl);
-    child = first.ch;
+    // The same settings (encryption key included) for the process started after the kill.
+    const env = clusterEnv(databaseUrl, { INGEST_GROUP_WAIT_MS: '5' });
+    const first = await start(env);
     const owner = await createTenant(first.c);
     const tenants = [owner, await addApp(first.c, owner)];
     const acknowledged: string[] = [];
@@ -221,7 +198,7 @@ describe('ingest: kill -9 during group commits', () => {
       // Killed once a good number of groups has committed, while requests keep coming.
       const until = Date.now() + 30_000;
       while (acknowledged.length < 2000 && Date.now() < until) await sleep(20);
-      first.ch.kill('SIGKILL');
+      first.proc.kill('SIGKILL');
       stop = true;
       await Promise.all(senders);
       assert.ok(acknowledged.length >= 2000, `acknowledged ${acknowledged.length} events before the kill`);
@@ -244,14 +221,13 @@ describe('ingest: kill -9 during group commits', () => {
       assert.equal(afterKill.outbox, afterKill.events, 'an outbox entry exactly for each stored event');
 
       // The SDKs re-send every batch they could not confirm, acknowledged or not: each event ends up stored once.
-      const second = await start(databaseUrl);
-      child = second.ch;
+      const second = await start(env);
       await Promise.all(
         tenants.map(async (t) => {
           const all = sentBatches.filter((s) => s.t === t).flatMap((s) => s.b);
           for (let i = 0; i < all.length; i += 500) {
             const r = await second.c.post('/api/v1/ingest/events', { batch: all.slice(i, i + 500) }, { 'x-api-key': t.live.public_key });
-            assert.equal(r.status, 202);
+            assert.equal(r.status, 202, r.text);
           }
         }),
       );
@@ -259,7 +235,7 @@ describe('ingest: kill -9 during group commits', () => {
       assert.equal(final.events, sentBatches.length * 20);
       assert.equal(final.distinct_events, final.events);
       assert.equal(final.outbox, final.events);
-      second.ch.kill('SIGKILL');
+      second.proc.kill('SIGKILL');
     } finally {
       await db.end();
     }

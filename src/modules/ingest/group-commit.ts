@@ -65,21 +65,21 @@ export function createGroupCommit(insertGroup: (writes: EventWrite[]) => Promise
   }
 
   /** Writes the group; on failure each half alone, so one bad request fails only itself. */
-  async function write(group: Pending[]): Promise<void> {
+  async function commit(group: Pending[]): Promise<void> {
     try {
       await insertGroup(group.map((p) => p.write));
       for (const p of group) p.resolve();
     } catch (err) {
       if (group.length === 1) return group[0].reject(err);
       const half = group.length >> 1;
-      await write(group.slice(0, half));
-      await write(group.slice(half));
+      await commit(group.slice(0, half));
+      await commit(group.slice(half));
     }
   }
 
   function start(group: Pending[]) {
     idle--;
-    const run = write(group).finally(() => {
+    const run = commit(group).finally(() => {
       running.delete(run);
       idle++;
       // These requests have waited for a writer already: no lingering for them.

@@ -169,7 +169,8 @@ export function createIngestStore(db: Db) {
         }
       }
       return withTx(db, async (tx) => {
-        const { rows: r } = await tx.query<{ taken: number[] }>(CLAIM_IDS, [apps, ids]);
+        // Array literals built by hand: UUIDs need no quoting, and pg's generic array encoder escaped each one.
+        const { rows: r } = await tx.query<{ taken: number[] }>(CLAIM_IDS, [`{${apps.join(',')}}`, `{${ids.join(',')}}`]);
         // Positions of ids stored before (by an earlier request, or a concurrent group that committed first).
         const taken = new Set(r[0].taken);
         const stored = taken.size === 0 ? all : all.filter((_, i) => !taken.has(i + 1));
