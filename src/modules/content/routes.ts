@@ -211,7 +211,7 @@ export const contentRoutes =
         params: FlagKey,
         body: Type.Object({
           enabled: Type.Boolean(),
-          rules: Type.Optional(Type.Array(FreeObject, { maxItems: 100, description: 'Targeting rules (free-form objects)' })),
+          rules: Type.Optional(Type.Array(FreeObject, { maxItems: 100, description: 'Targeting rules, all must match: { attribute, op, value } or { attribute, op: in | not_in, values }; op one of eq, neq, in, not_in, contains, gt, lt, semver_gte, semver_lt (the SDK rule language, packages/sdk README)' })),
           rollout_pct: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
           description: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()])),
           sdk_min_version: Type.Optional(Type.Union([SdkMin, Type.Null()])),
