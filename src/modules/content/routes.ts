@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { OPERATORS } from '@mobile-sdk-backend/sdk/rules';
 import { Type, type TProperties } from '@sinclair/typebox';
 import { customerOf, scopeOf, type Auth } from '../../http/auth.js';
 import { errors, PageMeta, PageQuery, page, Uuid } from '../../http/schemas.js';
@@ -211,7 +212,7 @@ export const contentRoutes =
         params: FlagKey,
         body: Type.Object({
           enabled: Type.Boolean(),
-          rules: Type.Optional(Type.Array(FreeObject, { maxItems: 100, description: 'Targeting rules, all must match: { attribute, op, value } or { attribute, op: in | not_in, values }; op one of eq, neq, in, not_in, contains, gt, lt, semver_gte, semver_lt (the SDK rule language, packages/sdk README)' })),
+          rules: Type.Optional(Type.Array(FreeObject, { maxItems: 100, description: `Targeting rules, all must match: { attribute, op, value } or { attribute, op: in | not_in, values }; op one of ${OPERATORS.join(', ')} (the SDK rule language, packages/sdk README)` })),
           rollout_pct: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })),
           description: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()])),
           sdk_min_version: Type.Optional(Type.Union([SdkMin, Type.Null()])),
