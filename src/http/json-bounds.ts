@@ -9,8 +9,11 @@
 export const MAX_JSON_DEPTH = 32;
 /** Keys of one object. */
 export const MAX_JSON_KEYS = 1000;
-/** Characters of one string or key; the free-form fields' byte limits are smaller still. */
-export const MAX_JSON_STRING = 256 * 1024;
+/**
+ * Characters of one string or key. Above every field's own limit (a content item may be one 256 KB
+ * string, which then gets that limit's 413), so it only matters where bodies may be larger.
+ */
+export const MAX_JSON_STRING = 1024 * 1024;
 
 // NUL cannot be stored in PostgreSQL text or jsonb, nor can a lone UTF-16 surrogate (it has no UTF-8
 // form): both are refused, never replaced, so what is stored is what was sent.
