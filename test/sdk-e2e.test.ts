@@ -290,6 +290,23 @@ describe('sdk e2e: config, flags, safe mode', () => {
     await assertStoredOnce(client.getAnonId()!, idsOf(client.getAnonId()!));
   });
 
+  it('setConsent: later events carry privacy.consent.analytics false; stored for audit only, once', async () => {
+    const storage = memoryStorage();
+    const { client } = sdk(storage);
+    await client.start();
+    client.setConsent({ analytics: false });
+    await client.track('declined');
+    await client.flush();
+    const restarted = sdk(storage).client; // the choice is persisted
+    await restarted.track('declined_after_restart');
+    await restarted.flush();
+    const sent = proxy.seen.filter(isEvents).flatMap((x) => x.body.batch as any[]).filter((e) => e.user.anon_id === client.getAnonId());
+    assert.deepEqual(sent.map((e) => e.privacy.consent.analytics), [false, false]);
+    const rows = await suite.server.db.query('SELECT consent FROM events WHERE event_id = ANY($1::uuid[])', [sent.map((e) => e.event_id)]);
+    assert.deepEqual(rows.rows.map((r) => r.consent), [false, false]);
+    assert.equal((await exported(client.getAnonId()!)).size, 0, 'not in the export');
+  });
+
   it('getVariant: one persisted experiment_exposure per (experiment, user)', async () => {
     const storage = memoryStorage();
     const { client } = sdk(storage);
