@@ -3,7 +3,10 @@ import type { KeyContext } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { createChangeListener } from './listener.js';
 import { changeMessage, heartbeat, reconnectMessage, retryHint, snapshotMessage } from './sse.js';
-import type { ChangeRow, ConfigChangeStore } from './store.js';
+import { createBatcher } from './batch.js';
+import type { ChangeRow, ConfigChangeStore, Snapshot } from './store.js';
+
+type Head = Awaited<ReturnType<ConfigChangeStore['head']>>;
 
 export interface StreamSettings {
   /** Heartbeat comment interval: below the 30-60 s idle timeouts of common load balancers. */
@@ -104,22 +107,36 @@ export function createConfigStreamService({
     for (const set of byApp.values()) for (const s of set) if (s.res && !s.pending) write(s, text);
   }
 
+  // Reads shared by concurrent opens (see batch.ts): the global head, an app's snapshot, an app's changes after an id.
+  const heads = createBatcher<Head>();
+  const snapshots = createBatcher<{ head: Head; snap: Snapshot }>();
+  const backlogs = createBatcher<ChangeRow[]>();
+  const readHead = () => heads('', () => store.head());
+  const readSnapshot = (key: KeyContext) =>
+    snapshots(`${key.tenantId}:${key.appId}`, async () => {
+      // Head first: a change committed after it has a higher seq and reaches the stream as an event.
+      const head = await store.head();
+      return { head, snap: await store.snapshot(key) };
+    });
+
   /** The stream's first messages: a snapshot, the changes after the client's id, or a resync. */
   async function prepare(s: Stream, key: KeyContext, lastEventId: number | undefined): Promise<string> {
-    const head = await store.head();
     const hint = retryHint(jitteredMs());
-    if (lastEventId !== undefined && lastEventId >= head.prunedThrough && lastEventId <= head.lastSeq) {
-      const rows = await store.since(key, lastEventId, BACKLOG_MAX + 1);
-      if (rows.length <= BACKLOG_MAX) {
-        s.lastSeq = Math.max(head.lastSeq, rows.at(-1)?.seq ?? 0);
-        const mine = rows.filter((r) => r.environment === null || r.environment === s.environment);
-        return hint + mine.map(changeMessage).join('');
+    if (lastEventId !== undefined) {
+      const head = await readHead();
+      if (lastEventId >= head.prunedThrough && lastEventId <= head.lastSeq) {
+        const rows = await backlogs(`${key.tenantId}:${key.appId}:${lastEventId}`, () => store.since(key, lastEventId, BACKLOG_MAX + 1));
+        if (rows.length <= BACKLOG_MAX) {
+          s.lastSeq = Math.max(head.lastSeq, rows.at(-1)?.seq ?? 0);
+          const mine = rows.filter((r) => r.environment === null || r.environment === s.environment);
+          return hint + mine.map(changeMessage).join('');
+        }
       }
     }
     // Fresh connect, or an id this server cannot resume from (pruned, too far behind, or from
     // another database): the current versions. Changes after head.lastSeq follow as events.
+    const { head, snap } = await readSnapshot(key);
     s.lastSeq = head.lastSeq;
-    const snap = await store.snapshot(key);
     return hint + snapshotMessage(lastEventId === undefined ? 'snapshot' : 'resync', head.lastSeq, snap);
   }
 
