@@ -203,7 +203,7 @@ describe('every route of the OpenAPI document, with hostile input', () => {
           let path = template;
           const query: string[] = [];
           for (const p of params) {
-            const v = override?.name === p.name ? override.raw : value(p);
+            const v = override && override.name === p.name ? override.raw : value(p);
             if (p.in === 'path') path = path.replace(`{${p.name}}`, v);
             else if (p.in === 'query') query.push(`${encodeURIComponent(p.name)}=${v}`);
           }

@@ -11,7 +11,7 @@ declare module 'fastify' {
 }
 
 export const violationError = (where: string, v: JsonViolation) =>
-  new AppError('validation_failed', `${where}${v.path || ''} ${v.message}`, [{ path: `${where}${v.path}`, message: v.message }]);
+  new AppError('validation_failed', `${where}${v.path} ${v.message}`, [{ path: `${where}${v.path}`, message: v.message }]);
 
 /**
  * How request bodies and query strings are read (docs/api-conventions.md, "Hostile input"):
