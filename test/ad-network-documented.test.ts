@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { addDays, localDay } from '../src/lib/time.js';
+import { effectivelyActive } from '../tools/fake-adnetwork/entities.js';
 import type { FakeAdNetwork } from '../tools/fake-adnetwork/server.js';
 import { acctPath, connect, setLive, setRate, startWithFake, superAdmin } from './helpers/ad-network.js';
 import { createTenant, type Client, type Tenant } from './helpers/client.js';
@@ -157,7 +158,9 @@ describe('ad network against the documented objects', () => {
     const failed = await c.post(`${acctPath(USD)}/experiments`, body, headers);
     assert.equal(failed.status, 400, failed.text);
     assert.deepEqual(liveSquads(cid).filter((s) => s.fields.status === 'ACTIVE').map((s) => s.fields.name), [], 'no ACTIVE ad squad left behind');
-    assert.deepEqual(liveSquads(cid).map((s) => s.fields.name), [], 'what the start created was deleted');
+    assert.deepEqual(liveSquads(cid).map((s) => s.fields.name), [], 'the squads the start created were deleted');
+    const orphans = [...fake.world.entities.values()].filter((e) => e.kind === 'ad' && fake.world.entities.get(e.fields.ad_squad_id)?.fields.campaign_id === cid);
+    assert.ok(orphans.length >= 1 && orphans.every((e) => !effectivelyActive(fake.world, e)), 'the control ad left in its deleted squad cannot deliver');
     const list = await c.get(`${acctPath(USD)}/experiments`, t.console);
     assert.equal(list.body.data.filter((e: any) => e.campaign_id === cid).length, 0, 'no experiment recorded');
 

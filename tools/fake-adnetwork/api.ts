@@ -147,7 +147,6 @@ export function registerApi(app: FastifyInstance, w: World) {
   app.get('/v1/adsquads/:sid/ads', (req, reply) => list('ad', (e) => e.fields.ad_squad_id === params(req).sid)(req, reply));
   app.get('/v1/adaccounts/:id/ads', (req, reply) => list('ad', (e) => e.ad_account_id === acct(req))(req, reply));
   app.get('/v1/ads/:id', getOne('ad'));
-  app.delete('/v1/ads/:id', remove('ad'));
 
   if (w.opts.specPaths) {
     app.post('/v1/adaccounts/:id/adsquads', { onRequest: logPath('spec') }, batch('adsquad', 'create', acct));

@@ -41,10 +41,9 @@ function totals(rows: StatRow[]) {
   return { ...t, spend_usd: t.spend_usd === null ? null : Math.round(t.spend_usd * 1e6) / 1e6 };
 }
 
-/** A network object a start created, with the journal keys that must be undone with it. */
+/** An ad squad a start created, with the journal keys undone with it (its create, its ad's, the control's resume). */
 interface Made {
-  kind: 'adsquad' | 'ad';
-  id: string;
+  squadId: string;
   keys: string[];
 }
 
@@ -57,19 +56,20 @@ export function createExperiments({ store, writes, mgmt, stats }: {
   store: ExperimentStore; writes: Pick<AdNetworkStore, 'markUndone'>; mgmt: Management; stats: StatsService;
 }) {
   /**
-   * Deletes what a failed start created, newest first (ads before their squads). What cannot be deleted
-   * is paused (squads are created PAUSED anyway) and stays in the write journal; returns those.
+   * Deletes the ad squads a failed start created, newest first (`DELETE /adsquads/{id}`; the reference
+   * documents no delete for ads, and an ad in a deleted squad cannot deliver). A squad that cannot be
+   * deleted is paused (they are created PAUSED anyway) and stays in the write journal; returns those.
    */
   async function undo(ctx: Ctx, key: string, made: Made[]): Promise<string[]> {
     const undone: string[] = [];
     const left: string[] = [];
     for (const m of [...made].reverse()) {
       try {
-        await (m.kind === 'ad' ? mgmt.deleteAd : mgmt.deleteSquad)({ ...ctx, key: `${key}:undo:${m.id}` }, m.id);
+        await mgmt.deleteSquad({ ...ctx, key: `${key}:undo:${m.squadId}` }, m.squadId);
         undone.push(...m.keys);
       } catch {
-        left.push(`${m.kind} ${m.id}`);
-        if (m.kind === 'adsquad') await mgmt.updateSquad({ ...ctx, key: `${key}:undo-pause:${m.id}` }, m.id, {}, 'pause', 'PAUSED').catch(() => undefined);
+        left.push(`ad squad ${m.squadId}`);
+        await mgmt.updateSquad({ ...ctx, key: `${key}:undo-pause:${m.squadId}` }, m.squadId, {}, 'pause', 'PAUSED').catch(() => undefined);
       }
     }
     // A retry with the same key must create these again, not replay the deleted objects.
@@ -98,10 +98,9 @@ export function createExperiments({ store, writes, mgmt, stats }: {
           const squad = await mgmt.createSquad({ ...ctx, key: squadKey }, {
             campaign_id: b.campaign_id, name, status: 'PAUSED', daily_budget_usd: b.daily_budget_usd, optimization_goal: b.optimization_goal, countries: b.countries,
           });
-          made.push({ kind: 'adsquad', id: String(squad.object.id), keys: [squadKey] });
           const adKey = `${key}:ad:${i}`;
+          made.push({ squadId: String(squad.object.id), keys: [squadKey, adKey] });
           const ad = await mgmt.createAd({ ...ctx, key: adKey }, { ad_squad_id: String(squad.object.id), creative_id: v.creative_id, name, status: 'ACTIVE' });
-          made.push({ kind: 'ad', id: String(ad.object.id), keys: [adKey] });
           variants.push({ position: i, name: v.name, role: i === 0 ? 'control' : 'treatment', creative_id: v.creative_id, adsquad_id: String(squad.object.id), ad_id: String(ad.object.id), status: i === 0 ? 'ACTIVE' : 'PAUSED' });
         }
         const controlKey = `${key}:control`;

@@ -104,6 +104,7 @@ export function createManagement({ ops }: { ops: NetworkOps }) {
         billing_event: 'IMPRESSION',
         optimization_goal: b.optimization_goal ?? 'SWIPES',
         daily_budget_micro: budget.micro,
+        delivery_constraint: 'DAILY_BUDGET',
         start_time: b.start_time ?? new Date().toISOString(),
       };
       if (b.bid_usd !== undefined) Object.assign(req, { bid_strategy: 'LOWEST_COST_WITH_MAX_BID', bid_micro: (await ops.toMicro(ctx.acct, b.bid_usd)).micro });
@@ -182,7 +183,6 @@ export function createManagement({ ops }: { ops: NetworkOps }) {
       const cur = await ops.current(ctx, 'ad', id);
       return ops.update(ctx, 'ad', status === 'PAUSED' ? 'pause' : 'resume', `/adsquads/${enc(cur.ad_squad_id)}/ads`, id, { status }, cur);
     },
-    deleteAd: (ctx: Ctx, id: string) => ops.remove(ctx, 'ad', id),
     listAds: (ctx: Ctx) => ops.list(ctx, `/adaccounts/${enc(ctx.acct.id)}/ads`, 'ad'),
   };
 }
