@@ -249,5 +249,6 @@ describe('fake ad network: documented objects and answers', () => {
     const del = await api(`/campaigns/${p2.body.campaigns.at(-1).campaign.id}`, { method: 'DELETE' });
     assert.equal(del.status, 200);
     assert.deepEqual({ ...del.body, request_id: '…' }, JSON.parse(DOC.shapes.delete));
+    assert.equal((await api(`/ads/${ids.ad}`, { method: 'DELETE' })).status, 404, 'no delete is documented for ads');
   });
 });
