@@ -1512,6 +1512,19 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "orgId": "7c1e2d3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+                         *       "appId": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                         *       "environment": "production",
+                         *       "storePath": "/api/v1/sdk/config-stream",
+                         *       "settings": {
+                         *         "flushInterval": 30,
+                         *         "batchSize": 50,
+                         *         "configTTL": 300
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             orgId: string;
                             appId: string;
@@ -1559,6 +1572,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sdk/config-stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Server-sent events: the app's config versions now and on every change (resumable on any instance) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Same as Last-Event-ID, for clients that cannot set it */
+                    last_event_id?: string;
+                };
+                header?: {
+                    /** @description The id of the last event received */
+                    "last-event-id"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream. First `retry:` then `snapshot` (or, resuming, the missed `change` events, or one `resync`); then a `change` per bundle generation, rollback or option-set sync; heartbeat comments; `reconnect` before a server closes it. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": string;
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/ingest/events": {
         parameters: {
             query?: never;
@@ -1570,7 +1652,7 @@ export interface paths {
         put?: never;
         /**
          * Ingest a batch of 1 to 500 events; invalid events are rejected alone with their index
-         * @description Each item must match EventEnvelope; a 202 means the valid events are committed. Retries are stored once (dedupe on event_id).
+         * @description Each item must match EventEnvelope; a 202 means the valid events are committed. Retries are stored once (dedupe on event_id). 503 with Retry-After when ingestion is behind: nothing of the batch was stored, retry it later.
          */
         post: {
             parameters: {
@@ -1581,6 +1663,45 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "batch": [
+                     *         {
+                     *           "schema_version": 1,
+                     *           "event_id": "0b6f1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+                     *           "event_name": "paywall_viewed",
+                     *           "ts_ms": 1767225600000,
+                     *           "user": {
+                     *             "anon_id": "3f0c8a2e-5b1d-4c7a-9e2f-6a8b0c1d2e3f",
+                     *             "user_id": null
+                     *           },
+                     *           "device": {
+                     *             "platform": "ios",
+                     *             "os": "iOS 18.2",
+                     *             "app_version": "3.1.0",
+                     *             "sdk_version": "1.4.0",
+                     *             "framework": "native",
+                     *             "locale": "en-US",
+                     *             "country": "US"
+                     *           },
+                     *           "context": {
+                     *             "session_id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+                     *             "screen": "onboarding",
+                     *             "client_seq": 17
+                     *           },
+                     *           "properties": {
+                     *             "paywall_id": "spring_sale",
+                     *             "price_shown": 4.99
+                     *           },
+                     *           "privacy": {
+                     *             "consent": {
+                     *               "analytics": true
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         batch: unknown[];
                     };
@@ -1593,6 +1714,14 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "accepted": 1,
+                         *       "rejected": 0,
+                         *       "sampled": 0,
+                         *       "consent_declined": 0
+                         *     }
+                         */
                         "application/json": {
                             accepted: number;
                             rejected: number;
@@ -1602,6 +1731,8 @@ export interface paths {
                                 index: number;
                                 event_id?: string;
                                 code: string;
+                                /** @description JSON pointer of the offending field inside the event */
+                                path: string;
                                 message: string;
                             }[];
                         };
@@ -1643,6 +1774,15 @@ export interface paths {
                         "application/json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description RFC 9457 problem details */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -1670,6 +1810,17 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "anon_id": "3f0c8a2e-5b1d-4c7a-9e2f-6a8b0c1d2e3f",
+                     *       "user_id": "user-8812",
+                     *       "ts_ms": 1767225660000,
+                     *       "traits": {
+                     *         "plan": "pro",
+                     *         "signup_source": "ad"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         anon_id: string;
                         user_id: string;
@@ -1687,6 +1838,12 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "linked": true,
+                         *       "duplicate": false
+                         *     }
+                         */
                         "application/json": {
                             linked: boolean;
                             duplicate: boolean;
@@ -1744,6 +1901,22 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "mode": "merge",
+                     *       "items": [
+                     *         {
+                     *           "id": "fr",
+                     *           "value": "FR",
+                     *           "label": "France",
+                     *           "sort_order": 1,
+                     *           "option_data": {
+                     *             "dial_code": "+33"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @default merge */
                         mode?: "merge" | "replace";
@@ -1772,6 +1945,20 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "set_id": "countries",
+                         *         "mode": "merge",
+                         *         "version": 4,
+                         *         "created": 1,
+                         *         "updated": 0,
+                         *         "archived": 0,
+                         *         "rejected": [],
+                         *         "item_count": 1
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: {
                                 set_id: string;
@@ -1869,6 +2056,26 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "set_id": "countries",
+                         *         "version": 4,
+                         *         "items": [
+                         *           {
+                         *             "id": "fr",
+                         *             "value": "FR",
+                         *             "label": "France",
+                         *             "sort_order": 1,
+                         *             "option_data": {
+                         *               "dial_code": "+33"
+                         *             }
+                         *           }
+                         *         ],
+                         *         "next_cursor": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: {
                                 set_id: string;
@@ -1948,6 +2155,36 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "bundle_version": 12,
+                         *         "sdk_min_version": "1.2.0",
+                         *         "generated_at": "2026-01-01T00:00:00.000Z",
+                         *         "size_bytes": 161,
+                         *         "content": {
+                         *           "onboarding_flows": {},
+                         *           "paywalls": {
+                         *             "spring_sale": {
+                         *               "title": "Spring sale",
+                         *               "products": [
+                         *                 "pro_monthly"
+                         *               ]
+                         *             }
+                         *           },
+                         *           "remote_config": {
+                         *             "max_free_projects": 3
+                         *           },
+                         *           "feature_flags": {
+                         *             "new_editor": {
+                         *               "enabled": true
+                         *             }
+                         *           },
+                         *           "in_app_messages": {}
+                         *         }
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: {
                                 bundle_version: number;
@@ -2028,6 +2265,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "bundle_version": 12,
+                         *         "sdk_min_version": "1.2.0",
+                         *         "generated_at": "2026-01-01T00:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: {
                                 bundle_version: number;
@@ -4781,6 +5027,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Keys match ^[A-Za-z0-9_.:-]{1,128}$. */
                         values: {
                             [key: string]: unknown;
                         };
@@ -5038,7 +5285,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         enabled: boolean;
-                        /** @description Targeting rules (free-form objects) */
+                        /** @description Targeting rules, all must match: { attribute, op, value } or { attribute, op: in | not_in, values }; op one of eq, neq, in, not_in, contains, gt, lt, semver_gte, semver_lt (the SDK rule language, packages/sdk README) */
                         rules?: {
                             [key: string]: unknown;
                         }[];
@@ -6212,6 +6459,52 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "schema_version": 1,
+                         *           "event_id": "0b6f1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+                         *           "event_name": "paywall_viewed",
+                         *           "ts_ms": 1767225600000,
+                         *           "user": {
+                         *             "anon_id": "3f0c8a2e-5b1d-4c7a-9e2f-6a8b0c1d2e3f",
+                         *             "user_id": null
+                         *           },
+                         *           "device": {
+                         *             "platform": "ios",
+                         *             "os": "iOS 18.2",
+                         *             "app_version": "3.1.0",
+                         *             "sdk_version": "1.4.0",
+                         *             "framework": "native",
+                         *             "locale": "en-US",
+                         *             "country": "US"
+                         *           },
+                         *           "context": {
+                         *             "session_id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+                         *             "screen": "onboarding",
+                         *             "client_seq": 17
+                         *           },
+                         *           "properties": {
+                         *             "paywall_id": "spring_sale",
+                         *             "price_shown": 4.99
+                         *           },
+                         *           "privacy": {
+                         *             "consent": {
+                         *               "analytics": true
+                         *             }
+                         *           },
+                         *           "received_at": "2026-01-01T00:00:01.250Z"
+                         *         }
+                         *       ],
+                         *       "meta": {
+                         *         "total": 1,
+                         *         "limit": 100,
+                         *         "offset": 0,
+                         *         "hasMore": false
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: {
                                 [key: string]: unknown;
@@ -6721,6 +7014,40 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "kpis": [
+                         *         {
+                         *           "metric": "dau",
+                         *           "current": 1840,
+                         *           "previous": 1710,
+                         *           "change_pct": 7.6,
+                         *           "trend": "up",
+                         *           "sparkline": [
+                         *             1790,
+                         *             1802,
+                         *             1840
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "period": {
+                         *         "start": "2026-01-01",
+                         *         "end": "2026-01-03"
+                         *       },
+                         *       "compared_to": {
+                         *         "start": "2025-12-29",
+                         *         "end": "2025-12-31"
+                         *       },
+                         *       "compare": "previous_period",
+                         *       "platform": null,
+                         *       "meta": {
+                         *         "as_of": "2026-01-03",
+                         *         "folded_at": "2026-01-04T00:05:00.000Z",
+                         *         "timezone": "Europe/Paris",
+                         *         "rebuilding": false
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             kpis: {
                                 metric: string;
@@ -8154,48 +8481,8 @@ export interface paths {
                 };
             };
         };
-        /** Refused: the ad network has no webhooks */
-        options: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
-        /** Refused: the ad network has no webhooks */
-        head: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        options?: never;
+        head?: never;
         /** Refused: the ad network has no webhooks */
         patch: {
             parameters: {
@@ -8217,27 +8504,7 @@ export interface paths {
                 };
             };
         };
-        /** Refused: the ad network has no webhooks */
-        trace: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        trace?: never;
     };
     "/api/v1/admin/ad-network/apps/{appId}/accounts/{accountId}/live-writes": {
         parameters: {
