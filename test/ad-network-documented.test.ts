@@ -134,6 +134,14 @@ describe('ad network against the documented objects', () => {
     assert.equal(todayCampaign.impressions, todaySquads.reduce((s: number, r: any) => s + r.impressions, 0));
   });
 
+  it('asks for DAY stats between local midnights across a DST change (Europe/Berlin, October 2026)', async () => {
+    const cid = await campaign(EUR, 'DST');
+    // The network answers 400 unless start (+02:00) and end (+01:00) are both local midnights.
+    const pull = await c.post(`${acctPath(EUR)}/stats/pull`, { campaign_id: cid, from: '2026-10-23', to: '2026-10-26' }, t.console);
+    assert.equal(pull.status, 200, pull.text);
+    assert.equal(pull.body.data.rows, 4, 'four local days of the campaign (it has no ad squads)');
+  });
+
   it('finds an ad squad whose create answer was lost (ad squads have no created_at) instead of creating a second one', async () => {
     const cid = await campaign(USD, 'Lost');
     fake.dropResponses(1, /^POST \/v1\/campaigns\/[^/]+\/adsquads$/);
