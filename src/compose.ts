@@ -199,7 +199,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   const lifecycle = createLifecycle();
   const metrics = createMetrics({ db, store: createMetricsStore(db), onError: (err) => logger.warn({ err }, 'metrics read failed') });
   const opsPlugins: FastifyPluginAsync[] = [
-    metricsRoutes({ metrics, token: config.metricsToken }),
+    ...(config.metricsEnabled ? [metricsRoutes({ metrics, token: config.metricsToken })] : []),
     healthRoutes({ db, version: config.version, lifecycle }),
   ] as FastifyPluginAsync[];
   const plugins: FastifyPluginAsync[] = [

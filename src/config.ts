@@ -68,6 +68,8 @@ export interface Config {
   corsOrigins: string[];
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** METRICS=off drops /metrics and its per-request instrumentation (the bench's baseline). */
+  metricsEnabled: boolean;
   /** ROLE=worker serves /livez, /readyz and /metrics on this port when set (OPS_PORT). */
   opsPort?: number;
   /** Whether this process serves HTTP / runs workers, derived from role. */
@@ -189,6 +191,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     corsOrigins: origins(env.CORS_ORIGINS),
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
     metricsToken: env.METRICS_TOKEN || undefined,
+    metricsEnabled: env.METRICS !== 'off',
     opsPort: env.OPS_PORT ? int(env, 'OPS_PORT', 0, 0, 65535) : undefined,
     runsApi: role !== 'worker',
     runsWorkers: role !== 'api',

@@ -12,7 +12,7 @@ import { createTestDatabase } from './helpers/server.js';
 /** Replicated to every node: small, read by joins from any shard, written rarely. */
 const REFERENCE = ['platform_settings', 'signing_keys', 'users', 'organizations', 'memberships', 'apps', 'exchange_rates', 'schema_migrations'];
 /** Stay on the coordinator: service-wide state with no tenant, or keys that are not an app's. */
-const LOCAL = ['an_rollup_state', 'export_schema_state', 'rate_limit_windows', 'ad_network_call_log', 'ad_network_oauth_states', 'config_change_head'];
+const LOCAL = ['an_rollup_state', 'export_schema_state', 'rate_limit_windows', 'ad_network_call_log', 'config_change_head'];
 
 /**
  * Keys that must change before distribution (docs/scaling.md, "What must change"). The list only

@@ -41,7 +41,7 @@ export function clusterEnv(databaseUrl: string, extra: Record<string, string> = 
 }
 
 /** Starts `node --import tsx src/main.ts` and waits until /readyz answers 200. */
-export async function startInstance(inst: Instance, env: Record<string, string>, timeoutMs = 120_000): Promise<void> {
+export async function startInstance(inst: Instance, env: Record<string, string>, timeoutMs = 240_000): Promise<void> {
   const portVar = inst.role === 'api' ? { PORT: String(inst.port) } : { OPS_PORT: String(inst.port), PORT: '0' };
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),

@@ -1,0 +1,171 @@
+// npm run bench:scale [-- --duration 8 --connections 16]
+// Many instances, one truth: ingestion, bootstrap and the version check through the service's own
+// processes on one PostgreSQL, in one run:
+//   A. one API instance, limits per process (RATE_LIMITS=local) and no metrics: the baseline;
+//   B. one API instance, global limits in PostgreSQL, metrics on: the cost of both on one instance;
+//   C. two API instances, global limits, metrics on, load spread over both.
+// CPU time of every API process and of PostgreSQL is read from /proc, so the capacity model
+// (events/s per API core and per database core, docs/scaling.md) comes from the same run.
+import autocannon from 'autocannon';
+import { randomUUID } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startEmbeddedDb } from '../src/db/embedded.js';
+import { client, createTenant, type Tenant } from '../test/helpers/client.js';
+import { machine, writeResultsSection } from './lib/results.js';
+import { cpuMs, descendantsCpuMs, freePort } from './lib/service.js';
+
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '8' }, connections: { type: 'string', default: '16' } } });
+const duration = Number(values.duration);
+const connections = Number(values.connections);
+const root = path.resolve(import.meta.dirname, '..');
+const BATCH = 100;
+const KEYS = 100;
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-scale-'));
+const pg = await startEmbeddedDb(dataDir, await freePort(), () => undefined);
+const pgPid = Number((await import('node:fs')).readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+interface Api {
+  url: string;
+  pid: number;
+  proc: ChildProcess;
+}
+
+async function startApi(env: Record<string, string>): Promise<Api> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: pg.url, ROLE: 'api', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', PUBLIC_URL: 'http://bench.local', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 180_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`API exited ${proc.exitCode}`);
+    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
+    if (Date.now() > until) throw new Error('API did not come up');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url, pid: proc.pid!, proc };
+}
+
+const stopApi = (a: Api) => new Promise((r) => (a.proc.once('exit', r), a.proc.kill('SIGTERM')));
+
+function ingestBody(): () => string {
+  const now = Date.now();
+  return () =>
+    JSON.stringify({
+      batch: Array.from({ length: BATCH }, (_, i) => ({
+        schema_version: 1,
+        event_id: randomUUID(),
+        event_name: i % 10 === 0 ? 'session_start' : 'screen_view',
+        ts_ms: now - 60_000,
+        user: { anon_id: randomUUID() },
+        device: { platform: 'ios', os: '17.4', app_version: '1.2.3', sdk_version: '2.0.0', locale: 'en_US', country: 'US' },
+        context: { session_id: randomUUID(), screen: 'home' },
+        properties: { step: i % 7 },
+        privacy: { consent: { analytics: true } },
+      })),
+    });
+}
+
+interface Run {
+  rps: number;
+  ok: number;
+  limited: number;
+  other: number;
+  p99: number;
+}
+
+/** Load spread over the APIs (connections split evenly); the CPU of the APIs and of PostgreSQL over the run. */
+async function load(apis: Api[], opts: { path: string; method?: 'GET' | 'POST'; headers: () => Record<string, string>; body?: () => string }) {
+  const cpu0 = apis.map((a) => cpuMs(a.pid));
+  const db0 = descendantsCpuMs(pgPid) + cpuMs(pgPid);
+  const runs = await Promise.all(
+    apis.map(
+      (a) =>
+        new Promise<Run>((resolve, reject) => {
+          const counts = { ok: 0, limited: 0, other: 0 };
+          const inst = autocannon(
+            {
+              url: a.url + opts.path,
+              method: opts.method ?? 'GET',
+              connections: Math.max(1, Math.floor(connections / apis.length)),
+              duration,
+              requests: [{ setupRequest: (req: any) => ({ ...req, headers: { 'content-type': 'application/json', ...opts.headers() }, body: opts.body?.() }) }],
+            },
+            (err, r) => (err ? reject(err) : resolve({ rps: r.requests.average, ...counts, p99: r.latency.p99 })),
+          );
+          inst.on('response', (_c: unknown, status: number) => {
+            if (status < 300) counts.ok++;
+            else if (status === 429) counts.limited++;
+            else counts.other++;
+          });
+        }),
+    ),
+  );
+  const apiCpuMs = apis.reduce((s, a, i) => s + cpuMs(a.pid) - cpu0[i], 0);
+  const dbCpuMs = descendantsCpuMs(pgPid) + cpuMs(pgPid) - db0;
+  const sum = (k: keyof Run) => runs.reduce((s, r) => s + r[k], 0);
+  return { rps: sum('rps'), ok: sum('ok'), limited: sum('limited'), other: sum('other'), p99: Math.max(...runs.map((r) => r.p99)), apiCores: apiCpuMs / 1000 / duration, dbCores: dbCpuMs / 1000 / duration };
+}
+
+type Scenario = { name: string; env: Record<string, string>; instances: number };
+const scenarios: Scenario[] = [
+  { name: 'A. 1 API, per-process limits, no metrics', env: { RATE_LIMITS: 'local', METRICS: 'off' }, instances: 1 },
+  { name: 'B. 1 API, global limits, metrics', env: {}, instances: 1 },
+  { name: 'C. 2 APIs, global limits, metrics', env: {}, instances: 2 },
+];
+
+const rows: string[] = [];
+const figures: Record<string, Awaited<ReturnType<typeof load>>> = {};
+for (const s of scenarios) {
+  const apis: Api[] = [];
+  for (let i = 0; i < s.instances; i++) apis.push(await startApi(s.env));
+  const c = client(apis[0].url);
+  const t: Tenant = await createTenant(c);
+  await c.patch('/api/v1/settings', { events_per_minute: 10_000_000 }, t.console);
+  const keys: string[] = [];
+  for (let i = 0; i < KEYS; i++) keys.push((await c.post('/api/v1/sdk/api-keys', { environment: 'production', permissions: [] }, t.console)).body.data.public_key);
+  let k = 0;
+  const nextKey = () => ({ 'x-api-key': keys[k++ % keys.length] });
+  const one = () => ({ 'x-api-key': t.live.public_key });
+
+  const version = await load(apis, { path: '/api/v1/sdk/config-bundle/version', headers: one });
+  const ingest = await load(apis, { path: '/api/v1/ingest/events', method: 'POST', headers: one, body: ingestBody() });
+  const boot = await load(apis, { path: '/api/v1/sdk/bootstrap', headers: nextKey });
+  figures[s.name] = ingest;
+  rows.push(
+    `| ${s.name} | ${Math.round(version.rps)} | ${Math.round(ingest.rps * BATCH)} | ${ingest.p99} | ${ingest.apiCores.toFixed(2)} / ${ingest.dbCores.toFixed(2)} | ${Math.round(boot.rps)} (${boot.ok} ok, ${boot.limited} limited) | ${version.other + ingest.other + boot.other} |`,
+  );
+  // Global limits hold under load: no more bootstraps allowed than the keys' budgets (within 5%).
+  if (s.env.RATE_LIMITS !== 'local' && boot.ok > KEYS * 60 * 1.05) throw new Error(`bootstrap limit exceeded: ${boot.ok} > ${KEYS * 60}`);
+  for (const a of apis) await stopApi(a);
+  console.log(rows[rows.length - 1]);
+}
+
+const base = figures[scenarios[0].name];
+const perApiCore = (f: typeof base) => (f.rps * BATCH) / f.apiCores;
+const perDbCore = (f: typeof base) => (f.rps * BATCH) / f.dbCores;
+const body = `
+Command: \`npm run bench:scale -- --duration ${duration} --connections ${connections}\`. Machine: ${machine()}, shared with other
+work while measured (its load average was high), so compare rows of this run only. Each scenario: version
+check, then ingestion (batches of ${BATCH} events, one app), then bootstrap (${KEYS} keys, 60/min each), ${duration} s each,
+${connections} connections spread over the APIs. PostgreSQL is one embedded server for all of them.
+
+| scenario | version check req/s | ingestion events/s | ingestion p99 ms | ingestion CPU cores API / DB | bootstrap req/s | 5xx |
+|---|---|---|---|---|---|---|
+${rows.join('\n')}
+
+Global limits on one instance keep ${((100 * figures[scenarios[1].name].rps) / base.rps).toFixed(0)}% of the baseline's ingestion throughput (B / A).
+Capacity model inputs (A): ${Math.round(perApiCore(base))} events/s per API core, ${Math.round(perDbCore(base))} events/s per database core;
+with global limits (C): ${Math.round(perApiCore(figures[scenarios[2].name]))} and ${Math.round(perDbCore(figures[scenarios[2].name]))}.
+`;
+writeResultsSection('scale', body);
+console.log(body);
+await pg.stop();
+rmSync(dataDir, { recursive: true, force: true });
