@@ -44,6 +44,7 @@ import { identityRoutes } from './modules/identity/routes.js';
 import { createIdentityService } from './modules/identity/service.js';
 import { createIdentityStore } from './modules/identity/store.js';
 import { createTokenService } from './modules/identity/tokens.js';
+import { createGroupCommit } from './modules/ingest/group-commit.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { createIngestService } from './modules/ingest/service.js';
 import { createIngestStore, ensureEventPartitions } from './modules/ingest/store.js';
@@ -103,7 +104,10 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     settings: config.configStream,
     onError: (err, where) => logger.child({ module: 'config-stream' }).warn({ err, where }, 'config stream error'),
   });
-  const ingest = createIngestService({ store: createIngestStore(db), settings, limiter });
+  const ingestStore = createIngestStore(db);
+  // Concurrent ingest requests share a transaction and its commit.
+  const ingestWriter = createGroupCommit(ingestStore.insertGroup, config.ingestGroupCommit);
+  const ingest = createIngestService({ store: ingestStore, writer: ingestWriter, settings, limiter });
   // A sync regenerates the config bundle when a published flow references the set (bundles is defined below;
   // the callback only runs after a request, long after composition).
   const optionSets = createOptionSetService({
@@ -240,6 +244,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
 
   const close = async () => {
     stopRollupKick();
+    await ingestWriter.close();
     await bundles.stop();
     await exportJobs.stop();
     await webhookWorker.stop();

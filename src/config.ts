@@ -40,13 +40,19 @@ export interface Config {
   /** temp_buffers (MB) of the fold threads' database sessions: room for a round's temp tables (its devices' new state). */
   foldTempBuffersMb: number;
   exportTtlHours: number;
+  /** Group commit of ingested events (src/modules/ingest/group-commit.ts, docs/ingestion.md). */
+  ingestGroupCommit: { waitMs: number; maxEvents: number; writers: number; queueMaxBytes: number; queueMaxMs: number };
   /** Config change stream (SSE): heartbeat, reconnect advice, caps, retention (docs/config-stream.md). */
   configStream: {
+    /** Heartbeat comment interval: below the 30-60 s idle timeouts of common load balancers. */
     heartbeatMs: number;
+    /** Reconnect advice: base + a uniform random share of the jitter, per client. */
     retryMs: number;
     retryJitterMs: number;
+    /** Streams one instance holds at most, and at most per API key. */
     maxPerInstance: number;
     maxPerKey: number;
+    /** Table poll interval while the LISTEN connection is down. */
     pollMs: number;
     retentionHours: number;
   };
@@ -168,6 +174,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     foldWorkMemMb: int(env, 'ANALYTICS_FOLD_WORK_MEM_MB', 256, 16, 16_384),
     foldTempBuffersMb: int(env, 'ANALYTICS_FOLD_TEMP_BUFFERS_MB', 256, 8, 65_536),
     exportTtlHours: int(env, 'EXPORT_TTL_HOURS', 168, 1, 24 * 365),
+    ingestGroupCommit: {
+      waitMs: int(env, 'INGEST_GROUP_WAIT_MS', 2, 0, 1000),
+      maxEvents: int(env, 'INGEST_GROUP_MAX_EVENTS', 10_000, 500, 100_000),
+      writers: int(env, 'INGEST_WRITERS', 2, 1, 16),
+      queueMaxBytes: int(env, 'INGEST_QUEUE_MAX_MB', 64, 1, 4096) * 1024 * 1024,
+      queueMaxMs: int(env, 'INGEST_QUEUE_MAX_MS', 2000, 10, 60_000),
+    },
     configStream: {
       // 25 s: under the 30-60 s idle timeouts of common load balancers and proxies.
       heartbeatMs: int(env, 'CONFIG_STREAM_HEARTBEAT_MS', 25_000, 50, 300_000),

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Config } from '../../config.js';
 import type { KeyContext } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { createChangeListener } from './listener.js';
@@ -8,18 +9,7 @@ import type { ChangeRow, ConfigChangeStore, Snapshot } from './store.js';
 
 type Head = Awaited<ReturnType<ConfigChangeStore['head']>>;
 
-export interface StreamSettings {
-  /** Heartbeat comment interval: below the 30-60 s idle timeouts of common load balancers. */
-  heartbeatMs: number;
-  /** Reconnect advice: base + a uniform random share of the jitter, per client. */
-  retryMs: number;
-  retryJitterMs: number;
-  /** Streams this instance holds at most, and at most per API key. */
-  maxPerInstance: number;
-  maxPerKey: number;
-  /** Table poll interval while the LISTEN connection is down. */
-  pollMs: number;
-}
+export type StreamSettings = Omit<Config['configStream'], 'retentionHours'>;
 
 /** Missed changes replayed on a resume; a client further behind gets a resync instead. */
 export const BACKLOG_MAX = 500;
@@ -103,8 +93,11 @@ export function createConfigStreamService({
   }
 
   function tick(): void {
-    const text = heartbeat(listener.lastSeq);
-    for (const set of byApp.values()) for (const s of set) if (s.res && !s.pending) write(s, text);
+    // Every live stream has been handed the changes up to the listener's seq; one that attached
+    // since may already be past it (its own first read), and its id must not go back.
+    const seq = listener.lastSeq;
+    const text = heartbeat(seq);
+    for (const set of byApp.values()) for (const s of set) if (s.res && !s.pending) write(s, s.lastSeq > seq ? heartbeat(s.lastSeq) : text);
   }
 
   // Reads shared by concurrent opens (see batch.ts): the global head, an app's snapshot, an app's changes after an id.
@@ -177,6 +170,8 @@ export function createConfigStreamService({
           }
           s.res = res;
           res.on('close', () => release(s));
+          // A failed write ends this stream only (an unhandled 'error' would end the process).
+          res.on('error', () => release(s));
           res.writeHead(200, { ...headers, ...EVENT_STREAM_HEADERS });
           const pending = s.pending!;
           s.pending = null;
