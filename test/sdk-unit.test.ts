@@ -226,4 +226,17 @@ describe('sdk: one flush in flight', () => {
     assert.equal(new Set(ids).size, 20);
     assert.equal(c.queuedCount(), 0);
   });
+
+  it('after a cycle gives up, tracking does not start cycles back to back (no hot retry loop)', async () => {
+    const svc = fakeService(Array(100).fill(503));
+    const c = createClient({ apiKey: 'k', baseUrl: 'http://sdk.test', storage: memoryStorage(), device, fetch: svc.fetchFn, timing: { retryDelaysMs: [1, 1, 1] } });
+    for (let i = 0; i < 20; i++) await c.track('e'); // the 20th starts a cycle
+    await c.flush(); // waits for it, then one more cycle
+    const calls = svc.calls.length;
+    assert.equal(calls, 8);
+    for (let i = 0; i < 60; i++) await c.track('e');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(svc.calls.length, calls, 'the next try waits for the flush timer or an explicit flush()');
+    assert.equal(c.queuedCount(), 80);
+  });
 });

@@ -90,9 +90,13 @@ export class Client {
   private stateWrite: Promise<unknown> = Promise.resolve();
   private running: Promise<void> | null = null;
   private next: Promise<void> | null = null;
+  private checking: Promise<boolean> | null = null;
+  private recheck: Promise<boolean> | null = null;
   private timers: ReturnType<typeof setTimeout>[] = [];
   private wake: (() => void)[] = [];
   private closed = false;
+  /** The last cycle gave up: only the timer (the next cycle) or an explicit flush() tries again. */
+  private failing = false;
   private locked = false;
   private batchSize: number;
   private flushIntervalMs: number;
@@ -156,8 +160,10 @@ export class Client {
     const download = this.locked
       ? null
       : this.config.download(K.CONFIG_TIMEOUT_MS, boot.then(() => !this.locked)).catch((e) => this.report('config_failed', `config bundle: ${e.message}`));
-    const work = Promise.all([boot, download]);
-    await Promise.race([work, this.sleep(K.CONFIG_TIMEOUT_MS)]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, K.CONFIG_TIMEOUT_MS)));
+    await Promise.race([Promise.all([boot, download]), limit]);
+    clearTimeout(timer);
   }
 
   /** Asks bootstrap again (settings, runtime lock); resumes delivery when a lock is gone. */
@@ -199,14 +205,24 @@ export class Client {
   }
 
   /** Polls the version endpoint and downloads a newer bundle; true when the bundle changed. */
-  async checkForUpdate(): Promise<boolean> {
-    if (this.locked) return false;
-    try {
-      return await this.config.checkForUpdate(K.CONFIG_TIMEOUT_MS);
-    } catch (e) {
-      this.report('config_failed', `version check: ${(e as Error).message}`);
-      return false;
+  checkForUpdate(): Promise<boolean> {
+    if (this.locked) return Promise.resolve(false);
+    // One check at a time; a call during one (a poll tick, a change notice) gets one more after it.
+    if (this.checking) {
+      this.recheck ??= this.checking.then(() => {
+        this.recheck = null;
+        return this.checkForUpdate();
+      });
+      return this.recheck;
     }
+    this.checking = this.config
+      .checkForUpdate(K.CONFIG_TIMEOUT_MS)
+      .catch((e) => {
+        this.report('config_failed', `version check: ${(e as Error).message}`);
+        return false;
+      })
+      .finally(() => (this.checking = null));
+    return this.checking;
   }
 
   // ---- events ----
@@ -256,7 +272,7 @@ export class Client {
     };
     const dropped = await this.queue.push(event, carried);
     if (dropped) this.report('queue_overflow', `queue over ${this.queue.maxBytes} bytes: dropped the ${dropped} oldest event(s)`, { dropped });
-    if (this.queue.count >= this.batchSize && !this.running && !this.locked) void this.flush();
+    if (this.queue.count >= this.batchSize && !this.running && !this.locked && !this.failing) void this.flush();
   }
 
   async identify(userId: string, traits?: Record<string, unknown>): Promise<void> {
@@ -266,7 +282,7 @@ export class Client {
     if (traits) st.traits = { ...st.traits, ...traits };
     st.identifies.push({ anon_id: st.anonId, user_id: userId, ts_ms: Date.now(), ...(traits ? { traits } : {}) });
     await this.saveState();
-    if (!this.running && !this.locked) void this.flush();
+    if (!this.running && !this.locked && !this.failing) void this.flush();
   }
 
   setConsent(consent: { analytics: boolean }): void {
@@ -317,6 +333,7 @@ export class Client {
     let limit = this.batchSize;
     while (!this.closed && !this.locked) {
       const step = await this.step(limit, mark);
+      this.failing = step === 'stop';
       if (step === 'done' || step === 'stop') return;
       if (step === 'progress') {
         retries = 0;
@@ -326,7 +343,10 @@ export class Client {
         limit = step.split;
         continue;
       }
-      if (retries >= delays.length) return;
+      if (retries >= delays.length) {
+        this.failing = true;
+        return;
+      }
       const rnd = this.o.timing?.random ?? Math.random;
       await this.sleep(step.retryAfter ?? delays[retries] * (1 + K.RETRY_JITTER * (2 * rnd() - 1)));
       retries++;
@@ -485,8 +505,8 @@ export class Client {
         this.wake = this.wake.filter((w) => w !== done);
         resolve();
       };
+      // Not unref'd: a Node script awaiting flush() must not exit in the middle of a retry wait.
       const t = setTimeout(done, ms);
-      (t as { unref?: () => void }).unref?.();
       this.wake.push(done);
     });
   }
