@@ -82,6 +82,7 @@ test('the console journey from an empty service', async () => {
   const ingested = await rig.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': publicKey });
   assert.equal(ingested.status, 202, ingested.text);
   const root = await rig.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: PASSWORD });
+  assert.equal(root.status, 201, root.text);
   assert.equal((await rig.c.post('/api/v1/admin/analytics/rollup', {}, { authorization: `Bearer ${root.body.token}` })).status, 200);
 
   mark('Every card shows');
@@ -205,6 +206,14 @@ test('the console journey from an empty service', async () => {
   await vpage.getByRole('alert').filter({ hasText: /^Forbidden: / }).waitFor();
   assert.equal(await vpage.getByRole('button', { name: 'Create key' }).count(), 0);
   await screenshot(vpage, 'api-keys-viewer');
+
+  // Signup closed by a Super Admin: sign-in only.
+  const rootAuth = { authorization: `Bearer ${root.body.token}` };
+  assert.equal((await rig.c.put('/api/v1/admin/signup-enabled', { enabled: false }, rootAuth)).status, 200);
+  const closed = await rig.open('/');
+  await closed.getByText('Signup is closed').waitFor();
+  assert.equal(await closed.getByRole('button', { name: 'Create account' }).count(), 0);
+  assert.equal((await rig.c.put('/api/v1/admin/signup-enabled', { enabled: true }, rootAuth)).status, 200);
 });
 
 const t0 = Date.now();

@@ -3,13 +3,15 @@ import { useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
 import { Problem } from '../components/problem';
+import { Select } from '../components/select';
 import { Tile } from '../components/tile';
 import { atLeast } from '../roles';
 import { useScopeKey, useWorkspace } from '../session';
 
 type Created = paths['/api/v1/sdk/api-keys']['post']['responses'][201]['content']['application/json']['data'];
 
-const OVERLAPS: [number, string][] = [[0, 'Revoke the old key now'], [3600, 'Keep the old key 1 hour'], [86_400, 'Keep the old key 24 hours'], [604_800, 'Keep the old key 7 days']];
+/** Seconds the replaced key keeps working. */
+const OVERLAPS = [['0', 'Revoke the old key now'], ['3600', 'Keep the old key 1 hour'], ['86400', 'Keep the old key 24 hours'], ['604800', 'Keep the old key 7 days']] as const;
 
 /** The app's SDK keys: create (secret shown once), rotate with an overlap, revoke. */
 export default function ApiKeys() {
@@ -35,7 +37,7 @@ export default function ApiKeys() {
   const [env, setEnv] = useState<'production' | 'sandbox'>('production');
   const [name, setName] = useState('');
   const [exportData, setExportData] = useState(false);
-  const [overlap, setOverlap] = useState<Record<string, number>>({});
+  const [overlap, setOverlap] = useState<Record<string, string>>({});
   const [confirming, setConfirming] = useState<string | null>(null);
   const canManage = atLeast(role, 'admin');
   const onCreate = (e: FormEvent) => {
@@ -85,12 +87,8 @@ export default function ApiKeys() {
                   <td>
                     {k.status === 'active' && canManage && (
                       <span className="row">
-                        <select aria-label={`Overlap for ${k.public_key}`} value={overlap[k.id] ?? 0} onChange={(e) => setOverlap({ ...overlap, [k.id]: Number(e.target.value) })}>
-                          {OVERLAPS.map(([s, l]) => (
-                            <option key={s} value={s}>{l}</option>
-                          ))}
-                        </select>
-                        <button type="button" className="secondary" onClick={() => rotate.mutate({ id: k.id, overlap: overlap[k.id] ?? 0 })}>Rotate</button>
+                        <Select name={`Overlap for ${k.public_key}`} value={overlap[k.id] ?? '0'} options={OVERLAPS} onChange={(s) => setOverlap({ ...overlap, [k.id]: s })} />
+                        <button type="button" className="secondary" onClick={() => rotate.mutate({ id: k.id, overlap: Number(overlap[k.id] ?? 0) })}>Rotate</button>
                         {confirming === k.id ? (
                           <>
                             <button type="button" className="danger" onClick={() => revoke.mutate(k.id, { onSettled: () => setConfirming(null) })}>Confirm revoke</button>

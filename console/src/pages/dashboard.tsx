@@ -3,6 +3,7 @@ import { useMemo, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
 import { LineChart, type Line } from '../components/chart';
+import { Select } from '../components/select';
 import { Sparkline } from '../components/sparkline';
 import { Tile } from '../components/tile';
 import { addDays } from '../dates';
@@ -18,7 +19,7 @@ type Compare = NonNullable<KpiQuery['compare']>;
 const PRESETS = [7, 30, 90];
 const COMPARES: [Compare, string][] = [['previous_period', 'Previous period'], ['previous_month', 'Previous month'], ['previous_year', 'Previous year']];
 // The platforms an event envelope accepts (docs/ingestion.md).
-const PLATFORMS = ['ios', 'android'];
+const PLATFORMS = [['', 'All platforms'], ['ios', 'ios'], ['android', 'android']] as const;
 
 interface Filters {
   start?: string;
@@ -61,23 +62,8 @@ export default function Dashboard() {
           To
           <input type="date" value={f.end ?? period?.end ?? ''} onChange={(e) => e.target.value && setF({ ...f, end: e.target.value, start: f.start ?? period?.start })} />
         </label>
-        <label>
-          Compare to
-          <select value={f.compare} onChange={(e) => setF({ ...f, compare: e.target.value as Compare })}>
-            {COMPARES.map(([v, l]) => (
-              <option key={v} value={v}>{l}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Platform
-          <select value={f.platform ?? ''} onChange={(e) => setF({ ...f, platform: e.target.value || undefined })}>
-            <option value="">All platforms</option>
-            {PLATFORMS.map((p) => (
-              <option key={p} value={p}>{p}</option>
-            ))}
-          </select>
-        </label>
+        <Select label="Compare to" value={f.compare} options={COMPARES} onChange={(compare) => setF({ ...f, compare })} />
+        <Select label="Platform" value={f.platform ?? ''} options={PLATFORMS} onChange={(p) => setF({ ...f, platform: p || undefined })} />
       </div>
       <Tile
         title="Key metrics"
@@ -181,22 +167,8 @@ function SeriesTile({ start, end, compare }: { start?: string; end?: string; com
               ))}
             </select>
           </label>
-          <label>
-            Granularity
-            <select value={granularity} onChange={(e) => setGranularity(e.target.value as typeof granularity)}>
-              {GRANULARITIES.map((g) => (
-                <option key={g} value={g}>{g}</option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Segment
-            <select value={segment} onChange={(e) => setSegment(e.target.value as typeof segment)}>
-              {SEGMENTS.map((s) => (
-                <option key={s} value={s}>{s}</option>
-              ))}
-            </select>
-          </label>
+          <Select label="Granularity" value={granularity} options={GRANULARITIES} onChange={setGranularity} />
+          <Select label="Segment" value={segment} options={SEGMENTS} onChange={setSegment} />
           <label className="inline">
             <input type="checkbox" checked={overlay} onChange={(e) => setOverlay(e.target.checked)} /> Compare overlay
           </label>

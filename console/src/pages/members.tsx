@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import { Problem } from '../components/problem';
+import { Select } from '../components/select';
 import { Tile } from '../components/tile';
 import { atLeast, ROLES } from '../roles';
 import { useWorkspace, type Role } from '../session';
@@ -40,14 +41,7 @@ export default function Members() {
           Member email
           <input type="email" required value={email} disabled={!canManage} onChange={(e) => setEmail(e.target.value)} />
         </label>
-        <label>
-          Role
-          <select aria-label="Role" value={newRole} disabled={!canManage} onChange={(e) => setNewRole(e.target.value as Role)}>
-            {ROLES.map((r) => (
-              <option key={r} value={r}>{r}</option>
-            ))}
-          </select>
-        </label>
+        <Select label="Role" value={newRole} options={ROLES} onChange={setNewRole} disabled={!canManage} />
         <button type="submit" disabled={!canManage || upsert.isPending}>Invite</button>
         <span className="muted">They need an account first (Create account on the sign-in page).</span>
       </form>
@@ -64,11 +58,7 @@ export default function Members() {
                   <td>{m.email}{m.user_id === me?.id && ' (you)'}</td>
                   <td>{m.name ?? ''}</td>
                   <td>
-                    <select aria-label={`Role of ${m.email}`} value={m.role} disabled={!canManage} onChange={(e) => upsert.mutate({ email: m.email, role: e.target.value as Role })}>
-                      {ROLES.map((r) => (
-                        <option key={r} value={r}>{r}</option>
-                      ))}
-                    </select>
+                    <Select name={`Role of ${m.email}`} value={m.role} options={ROLES} onChange={(role) => upsert.mutate({ email: m.email, role })} disabled={!canManage} />
                   </td>
                   <td>
                     {confirming === m.user_id ? (

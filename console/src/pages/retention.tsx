@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
+import { Select } from '../components/select';
 import { Tile } from '../components/tile';
 import { useScopeKey, useWorkspace } from '../session';
 
@@ -23,14 +24,7 @@ export default function Retention() {
         query={q}
         asOf={(d) => d.meta.as_of}
         actions={
-          <label>
-            Segment
-            <select value={segment} onChange={(e) => setSegment(e.target.value as typeof segment)}>
-              {SEGMENTS.map((s) => (
-                <option key={s} value={s}>{s}</option>
-              ))}
-            </select>
-          </label>
+          <Select label="Segment" value={segment} options={SEGMENTS} onChange={setSegment} />
         }
       >
         {(d) =>
