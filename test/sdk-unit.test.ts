@@ -134,6 +134,22 @@ describe('sdk: queue', () => {
     assert.equal((await EventQueue.load(localStorageAdapter(ls), 'w.', 1e9)).count, 1);
   });
 
+  it('client_seq: increasing in queue order under concurrent tracks, below the ceiling stored first', async () => {
+    const storage = memoryStorage();
+    const c = createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', storage, device, fetch: never, batchSize: 1e9 });
+    await Promise.all(Array.from({ length: 250 }, (_, i) => c.track('e', { i })));
+    const seqs = [...storage.data.entries()]
+      .filter(([k]) => /q\.\d+$/.test(k))
+      .sort(([a], [b]) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
+      .flatMap(([, v]) => JSON.parse(v).map((e: any) => e.context.client_seq));
+    assert.deepEqual(seqs, Array.from({ length: 250 }, (_, i) => i));
+    assert.ok(JSON.parse(storage.data.get('msb.state')!).seqCeil > 249);
+    const again = createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', storage, device, fetch: never, batchSize: 1e9 });
+    await again.track('after_restart');
+    const all = [...storage.data.entries()].filter(([k]) => /q\.\d+$/.test(k)).flatMap(([, v]) => JSON.parse(v));
+    assert.ok(all.find((e: any) => e.event_name === 'after_restart').context.client_seq > 249);
+  });
+
   it('the client reports drops through onError and on the next event', async () => {
     const errors: SdkError[] = [];
     const storage = memoryStorage();

@@ -238,11 +238,14 @@ export class Client {
       saveState = true;
     }
     st.session.last = now;
-    if (this.seq >= st.seqCeil) {
-      st.seqCeil = this.seq + SEQ_BLOCK;
+    const seq = this.seq++;
+    if (seq >= st.seqCeil) {
+      st.seqCeil = seq + SEQ_BLOCK;
       saveState = true;
     }
-    if (saveState || now - this.touchedSaved > SESSION_TOUCH_MS) await this.saveState();
+    // Every track waits for a pending state write, so no event is stored with a client_seq that a
+    // restart could hand out again (the raised ceiling is on disk first).
+    await (saveState || now - this.touchedSaved > SESSION_TOUCH_MS ? this.saveState() : this.stateWrite);
     const d = this.o.device;
     const carried = this.queue.dropped;
     const event = {
@@ -263,7 +266,7 @@ export class Client {
       },
       context: {
         session_id: st.session.id,
-        client_seq: this.seq++,
+        client_seq: seq,
         ...(options.screen ? { screen: options.screen } : {}),
         ...(options.exposures ? { experiment_exposures: options.exposures } : {}),
       },
