@@ -11,6 +11,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 const args = process.argv.slice(2);
 const only = args.filter((a) => !a.startsWith('--'));
+// Passed on to node's runner: `--test-name-pattern=<regex>` runs the matching tests of the files.
+const runnerArgs = args.filter((a) => a.startsWith('--test-name-pattern='));
 
 ensureSdkBuilt();
 if (!args.includes('--no-typecheck')) {
@@ -25,7 +27,11 @@ const { startEmbeddedDb } = await import('../src/db/embedded.ts');
 const port = process.env.TEST_PG_PORT ? Number(process.env.TEST_PG_PORT) : await freePort();
 const dataDir = path.join(root, '.test-data', `run-${port}`);
 rmSync(dataDir, { recursive: true, force: true });
-const pg = await startEmbeddedDb(dataDir, port, (m) => console.log(m), 'postgres');
+// A start-up that cannot work (an unreachable, unwritable or full directory) says why in one line.
+const pg = await startEmbeddedDb(dataDir, port, (m) => console.log(m), 'postgres').catch((err) => {
+  console.error(`test database server did not start: ${err?.message ?? err}`);
+  process.exit(1);
+});
 console.log(`test database server on port ${port}`);
 
 const files = only.length
@@ -39,7 +45,7 @@ const files = only.length
 const code = await new Promise((resolve) => {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', '--test-reporter=spec', ...files],
+    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', '--test-reporter=spec', ...runnerArgs, ...files],
     { stdio: 'inherit', env: { ...process.env, TEST_PG_URL: pg.url, TEST_PG_PORT: String(port), LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
   );
   child.on('exit', (c) => resolve(c ?? 1));

@@ -26,6 +26,8 @@ try {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
 } catch (err) {
-  logger.fatal(err instanceof ConfigError ? { msg: err.message } : { err }, 'start-up failed');
+  // A ConfigError is one sentence naming the setting and the fix: no stack trace around it.
+  if (err instanceof ConfigError) logger.fatal(`start-up failed: ${err.message}`);
+  else logger.fatal({ err }, 'start-up failed');
   process.exit(1);
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort } from './helpers/processes.js';
@@ -18,7 +19,7 @@ const clone = path.join(privateDir, 'checkout');
 const children: ChildProcess[] = [];
 
 after(() => {
-  for (const ch of children) if (ch.exitCode === null && ch.signalCode === null) ch.kill('SIGKILL');
+  for (const ch of children) if (ch.exitCode === null && ch.signalCode === null) process.kill(-ch.pid!, 'SIGKILL');
   rmSync(privateDir, { recursive: true, force: true });
 });
 
@@ -37,13 +38,14 @@ function copyCheckout(): void {
 
 /** The environment of a user's shell: none of this test run's database settings. */
 function userEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
+  const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of ['TEST_PG_URL', 'TEST_PG_PORT', 'DATABASE_URL', 'DATA_DIR', 'NODE_TEST_CONTEXT']) delete env[k];
-  return env;
+  return { ...env, LOG_LEVEL: 'warn', ...extra };
 }
 
-function run(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, args, { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(args: string[], env: NodeJS.ProcessEnv, cwd = clone): { child: ChildProcess; output: () => string } {
+  // A process group of its own, so that clean-up also ends what npm started.
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(child);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -60,13 +62,16 @@ describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 
     copyCheckout();
     assert.equal(statSync(privateDir).mode & 0o007, 0, 'others cannot enter the directory above the checkout');
 
-    // npm start: builds, starts PostgreSQL under ./data (inside the private directory), serves.
+    // npm start (builds what is stale, starts PostgreSQL under ./data, serves) and, beside it, npm test
+    // on one test of a small file (its own PostgreSQL under .test-data).
     const port = await freePort();
     const npm = process.env.npm_execpath;
     const startArgs = npm && npm.endsWith('.js') ? [npm, 'start'] : ['scripts/start.mjs'];
-    const env = userEnv({ PORT: String(port), HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()) });
-    const start = run(startArgs, env);
-    const until = Date.now() + 120_000; // a build on a busy machine
+    const start = run(startArgs, userEnv({ PORT: String(port), HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()) }));
+    const testArgs = ['--import', 'tsx', 'scripts/test.mjs', '--no-typecheck', '--test-name-pattern=ROLE=worker', 'test/startup.test.ts'];
+    const tests = run(testArgs, userEnv({}));
+
+    const until = Date.now() + 200_000; // builds on a busy machine
     for (;;) {
       if (start.child.exitCode !== null) assert.fail(`npm start exited ${start.child.exitCode}:\n${start.output()}`);
       const r = await fetch(`http://127.0.0.1:${port}/api/v1/ingest/health`).catch(() => undefined);
@@ -77,10 +82,31 @@ describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 
     start.child.kill('SIGTERM');
     assert.equal(await exited(start.child), 0, start.output());
 
-    // npm test, one small file: its own PostgreSQL under .test-data of the private checkout.
-    const t = run(['--import', 'tsx', 'scripts/test.mjs', '--no-typecheck', 'test/startup.test.ts'], userEnv({}));
-    assert.equal(await exited(t.child), 0, t.output());
-    assert.match(t.output(), /ℹ pass [1-9]/);
-    assert.match(t.output(), /ℹ fail 0/);
+    assert.equal(await exited(tests.child), 0, tests.output());
+    assert.match(tests.output(), /ℹ pass 1\n/);
+    assert.match(tests.output(), /ℹ fail 0/);
+  });
+
+  it('stops at once, in one sentence naming the directory, when the data directory cannot be used', async () => {
+    const fails = async (dataDir: string, extra: Record<string, string> = {}) => {
+      const r = run(['--import', 'tsx', 'src/main.ts'], userEnv({ DATA_DIR: dataDir, PORT: '0', EMBEDDED_PG_PORT: String(await freePort()), ...extra }), root);
+      assert.equal(await exited(r.child), 1, r.output());
+      const lines = r.output().trim().split('\n');
+      assert.equal(lines.length, 1, r.output());
+      return JSON.parse(lines[0]).msg as string;
+    };
+    // Unwritable: a file where a directory should be.
+    const file = path.join(privateDir, 'a-file');
+    writeFileSync(file, '');
+    assert.match(await fails(path.join(file, 'data')), /^start-up failed: DATA_DIR .*a-file\/data is not writable \(ENOTDIR\)/);
+    if (process.getuid?.() !== 0) return; // the rest is about the database user root runs PostgreSQL as
+    // Under a private directory of another user: not ours to open up.
+    const foreign = path.join(privateDir, 'foreign');
+    mkdirSync(foreign, { mode: 0o700 });
+    chownSync(foreign, 65534, 65534);
+    const msg = await fails(path.join(foreign, 'data'), { ENCRYPTION_KEY: randomBytes(32).toString('hex') });
+    assert.match(msg, new RegExp(`cannot enter ${foreign} \\(mode 700\\).*Fix: `));
+    assert.equal(statSync(foreign).mode & 0o777, 0o700, 'left as it was');
   });
 });
+

@@ -62,7 +62,8 @@ export function grantTraverse(target: string, who: Ids, log: (m: string) => void
       if (s.uid !== me || (s.mode & 0o070) !== 0) {
         throw new ConfigError(
           `PostgreSQL runs as the "${PG_OS_USER}" user, who cannot enter ${dir} (mode ${(s.mode & 0o777).toString(8)}), ` +
-            `on the way to ${target}. Fix: chmod o+x ${dir}, or move the checkout / DATA_DIR to a directory that user can reach`,
+            `on the way to ${target}. Fix: let it through (chgrp ${PG_OS_USER} ${dir} && chmod g+x ${dir}), ` +
+            'or move the checkout / DATA_DIR to a directory that user can reach',
         );
       }
       chownSync(dir, s.uid, who.gid);
