@@ -107,9 +107,6 @@ export function createChangeListener({ databaseUrl, store, deliver, pollMs, onEr
     get lastSeq() {
       return lastSeq;
     },
-    get listening() {
-      return listening;
-    },
     async stop(): Promise<void> {
       stopped = true;
       if (poll) clearInterval(poll);

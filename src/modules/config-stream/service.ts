@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Config } from '../../config.js';
 import type { KeyContext } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
@@ -23,11 +24,25 @@ interface Stream {
   environment: string;
   /** Highest seq this client has been sent (or has no interest in). */
   lastSeq: number;
-  res: ServerResponse | null;
+  /** The connection, written directly once the response head is out (see `chunk`). */
+  socket: Socket | null;
   /** Changes that arrived while the stream's first messages were being prepared. */
   pending: ChangeRow[] | null;
   /** What to send when it attaches (retry hint, snapshot or missed changes). */
   first: string;
+}
+
+const CRLF = Buffer.from('\r\n');
+const LAST_CHUNK = Buffer.from('0\r\n\r\n');
+
+/**
+ * One HTTP/1.1 chunk, built once per message and written to every stream's socket as is:
+ * ServerResponse.write would re-encode and re-frame the same bytes for each of thousands of
+ * streams (measured: most of a fan-out's CPU).
+ */
+function chunk(text: string): Buffer {
+  const body = Buffer.from(text);
+  return Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, CRLF]);
 }
 
 const EVENT_STREAM_HEADERS = {
@@ -60,25 +75,25 @@ export function createConfigStreamService({
 
   const listener = createChangeListener({ databaseUrl, store, deliver, pollMs: settings.pollMs, onError });
 
-  function write(s: Stream, text: string): void {
-    const res = s.res!;
+  function write(s: Stream, bytes: Buffer): void {
+    const socket = s.socket!;
     // Past the budget the client is not reading: drop it rather than buffer without bound.
-    if (!res.write(text) && res.writableLength > MAX_QUEUED_BYTES) res.destroy();
+    if (!socket.write(bytes) && socket.writableLength > MAX_QUEUED_BYTES) socket.destroy();
   }
 
-  function push(s: Stream, r: ChangeRow, text: string): void {
+  function push(s: Stream, r: ChangeRow, bytes: Buffer): void {
     if (r.seq <= s.lastSeq || r.tenant_id !== s.tenantId) return;
     if (s.pending) return void s.pending.push(r);
     s.lastSeq = r.seq;
-    if (r.environment === null || r.environment === s.environment) write(s, text);
+    if (r.environment === null || r.environment === s.environment) write(s, bytes);
   }
 
   function deliver(rows: ChangeRow[]): void {
     for (const r of rows) {
       const streams = byApp.get(r.app_id);
       if (!streams) continue;
-      const text = changeMessage(r);
-      for (const s of streams) push(s, r, text);
+      const bytes = chunk(changeMessage(r));
+      for (const s of streams) push(s, r, bytes);
     }
   }
 
@@ -96,8 +111,8 @@ export function createConfigStreamService({
     // Every live stream has been handed the changes up to the listener's seq; one that attached
     // since may already be past it (its own first read), and its id must not go back.
     const seq = listener.lastSeq;
-    const text = heartbeat(seq);
-    for (const set of byApp.values()) for (const s of set) if (s.res && !s.pending) write(s, s.lastSeq > seq ? heartbeat(s.lastSeq) : text);
+    const bytes = chunk(heartbeat(seq));
+    for (const set of byApp.values()) for (const s of set) if (s.socket && !s.pending) write(s, s.lastSeq > seq ? chunk(heartbeat(s.lastSeq)) : bytes);
   }
 
   // Reads shared by concurrent opens (see batch.ts): the global head, an app's snapshot, an app's changes after an id.
@@ -146,7 +161,7 @@ export function createConfigStreamService({
       if ((perKey.get(key.keyId) ?? 0) >= settings.maxPerKey) {
         throw new AppError('rate_limited', `This key holds its maximum of ${settings.maxPerKey} streams on this instance`, undefined, retryAfter());
       }
-      const s: Stream = { tenantId: key.tenantId, appId: key.appId, keyId: key.keyId, environment: key.environment, lastSeq: 0, res: null, pending: [], first: '' };
+      const s: Stream = { tenantId: key.tenantId, appId: key.appId, keyId: key.keyId, environment: key.environment, lastSeq: 0, socket: null, pending: [], first: '' };
       // Counted and registered before any read: changes committing meanwhile wait in `pending`.
       total++;
       perKey.set(s.keyId, (perKey.get(s.keyId) ?? 0) + 1);
@@ -168,16 +183,18 @@ export function createConfigStreamService({
             release(s);
             return void res.destroy();
           }
-          s.res = res;
+          s.socket = res.socket;
           res.on('close', () => release(s));
           // A failed write ends this stream only (an unhandled 'error' would end the process).
           res.on('error', () => release(s));
+          // The head goes out now (chunked: no length); every message after it is a chunk of our own.
           res.writeHead(200, { ...headers, ...EVENT_STREAM_HEADERS });
+          res.flushHeaders();
           const pending = s.pending!;
           s.pending = null;
-          write(s, s.first);
+          write(s, chunk(s.first));
           s.first = '';
-          for (const r of pending) push(s, r, changeMessage(r));
+          for (const r of pending) push(s, r, chunk(changeMessage(r)));
           if (!beat) {
             beat = setInterval(tick, settings.heartbeatMs);
             beat.unref();
@@ -193,15 +210,13 @@ export function createConfigStreamService({
       for (const set of [...byApp.values()]) {
         for (const s of [...set]) {
           release(s);
-          const res = s.res;
-          // Then the socket: an idle keep-alive connection would hold the server's close.
-          if (res && !res.destroyed) res.end(reconnectMessage('shutdown', jitteredMs()), () => res.destroy());
+          const socket = s.socket;
+          // The last chunk ends the response; then the socket goes (a kept-alive idle connection would hold the server's close).
+          if (socket && !socket.destroyed) socket.end(Buffer.concat([chunk(reconnectMessage('shutdown', jitteredMs())), LAST_CHUNK]), () => socket.destroy());
         }
       }
       await listener.stop();
     },
-
-    stats: () => ({ streams: total, listening: listener.listening, lastSeq: listener.lastSeq }),
   };
 }
 
