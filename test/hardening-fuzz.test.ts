@@ -32,7 +32,7 @@ interface Doc {
 
 const LOCAL_URL = 'http://127.0.0.1:9/hook';
 // Requests in flight: the answers mostly wait on the database, shared with other test files.
-const PARALLEL = 8;
+const PARALLEL = 12;
 const DEEP = '__deep_10000__';
 /** Stands for a value of another JSON type than the one found there. */
 const WRONG_TYPE = '__wrong_type__';
@@ -230,8 +230,8 @@ describe('every route of the OpenAPI document, with hostile input', () => {
             const body = encodeBody({ batch: [valid[0], { ...(bad as object), event_id: randomUUID() }, valid[1]] });
             ingestBatches.push({ body, valid: valid.map((e) => e.event_id) });
             add(`batch with ${what}`, build(), body, true);
-            // Sent twice: a retry stores nothing twice.
-            add(`retry of batch with ${what}`, build(), body, true);
+            // One batch in three is sent twice: a retry stores nothing twice.
+            if (ingestBatches.length % 3 === 0) add(`retry of batch with ${what}`, build(), body, true);
           }
           continue;
         }
