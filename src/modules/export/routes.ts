@@ -53,14 +53,12 @@ export const exportRoutes =
   async (app) => {
     const tags = ['export'];
     const preHandler = auth.exportKey;
-    const security = [{ sdkKey: [] }];
     if (onClose) app.addHook('onClose', async () => onClose());
 
     app.get('/api/v1/sdk/events/export', {
       preHandler,
       schema: {
         tags,
-        security,
         summary: 'Paged read of raw events (export_data key; environment follows the key), ordered by event time then event id',
         querystring: Type.Object({
           ...Filters,
@@ -81,7 +79,6 @@ export const exportRoutes =
       preHandler,
       schema: {
         tags,
-        security,
         summary: 'Streams the filtered events as one file: a JSON array or CSV (nested fields flattened with dots)',
         querystring: Type.Object({ ...Filters, format: Type.Union([Type.Literal('json'), Type.Literal('csv')], { default: 'json' }) }),
         response: { 200: FileResponse('JSON array or CSV file'), ...errors(400, 401, 403, 429) },
@@ -99,7 +96,6 @@ export const exportRoutes =
       preHandler,
       schema: {
         tags,
-        security,
         summary: 'Starts an asynchronous bulk export; optional signed completion callback',
         body: Type.Object({
           ...Window,
@@ -112,14 +108,13 @@ export const exportRoutes =
 
     app.get('/api/v1/sdk/events/export/bulk/:id', {
       preHandler,
-      schema: { tags, security, summary: 'Bulk export status', params: Type.Object({ id: ExportId }), response: { 200: Type.Object({ data: ExportRecord }), ...errors(400, 401, 403, 404) } },
+      schema: { tags, summary: 'Bulk export status', params: Type.Object({ id: ExportId }), response: { 200: Type.Object({ data: ExportRecord }), ...errors(400, 401, 403, 404) } },
     }, async (req) => ({ data: await exports.getBulk(keyOf(req), req.params.id) }));
 
     app.get('/api/v1/sdk/events/export/bulk/:id/download', {
       preHandler,
       schema: {
         tags,
-        security,
         summary: 'Downloads a completed bulk export (export-<id>.json); 409 before completion or after expires_at',
         params: Type.Object({ id: ExportId }),
         response: { 200: FileResponse('JSON array of event objects'), ...errors(400, 401, 403, 404, 409) },
@@ -137,7 +132,6 @@ export const exportRoutes =
       preHandler,
       schema: {
         tags,
-        security,
         summary: 'Event names with counts, first/last seen (event time) and observed property types; refreshed in the background',
         response: { 200: Type.Object({ data: Type.Array(SchemaEntry) }), ...errors(401, 403) },
       },
