@@ -6,6 +6,7 @@
 // process more than the server).
 import autocannon from 'autocannon';
 import net from 'node:net';
+import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -158,7 +159,8 @@ try {
 
   writeResultsSection(
     'config stream',
-    `Command: \`npm run bench:stream -- --streams ${N} --rounds ${ROUNDS}\` · ${machine()} · machine shared with other work while measured.
+    `Command: \`npm run bench:stream -- --streams ${N} --rounds ${ROUNDS}\` · ${machine()} · machine shared with other work while measured
+(1-minute load average ${os.loadavg()[0]!.toFixed(1)} at the end, on ${os.cpus().length} cores).
 
 One API instance (ROLE=api, compiled, its embedded PostgreSQL in the same process tree) holds ${conns.length.toLocaleString('en-US')} streams
 of one SDK key, opened from the bench process as raw sockets (${OPEN_CONCURRENCY} at a time) in ${openS.toFixed(1)} s. File descriptors:
@@ -181,7 +183,8 @@ Latency runs from sending the publish (a bundle generation over HTTP, including 
 arrival in the bench process, which also reads all ${N.toLocaleString('en-US')} sockets (its own event loop is part of the figure).
 
 Polling alternative (baseline, same run): the version check \`GET /api/v1/sdk/config-bundle/version\` measured at
-${Math.round(pollRps).toLocaleString('en-US')} requests/s with 16 connections, ${pollUs.toFixed(1)} µs of service CPU per request. For a change to
+${Math.round(pollRps).toLocaleString('en-US')} requests/s with 16 connections, ${pollUs.toFixed(1)} µs of service CPU per request (measured shortly after the
+service started, on the shared machine; the \`bundles\` section measures the same route on its own, for a lower bound). For a change to
 reach every one of ${N.toLocaleString('en-US')} devices within F seconds, each polls every F seconds: N/F requests per second.
 
 | freshness F | polling requests/s | service cores for it | share of the measured version-check capacity |
