@@ -18,6 +18,8 @@ ensureSdkBuilt();
 if (!args.includes('--no-typecheck')) {
   console.log('type-checking…');
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], { stdio: 'inherit' });
+  // The console with its workspace's own TypeScript (Vite's build does not type-check).
+  execFileSync(process.execPath, ['console/node_modules/typescript/bin/tsc', '-p', 'console/tsconfig.json'], { stdio: 'inherit' });
 }
 
 // npm test runs this file under tsx, so the TypeScript source imports directly.
