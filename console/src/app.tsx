@@ -1,3 +1,4 @@
+import { Problem } from './components/problem';
 import { Layout } from './layout';
 import { PAGES } from './pages';
 import FirstRun from './pages/first-run';
@@ -10,7 +11,7 @@ export function App() {
   const w = useWorkspace();
   const path = usePath();
   if (!w.signedIn) return <SignIn />;
-  if (!w.me) return <p className="muted">Loading…</p>;
+  if (!w.me) return w.meError ? <Problem error={w.meError} /> : <p className="muted">Loading…</p>;
   if (!w.org || path === '/setup/organization') return <FirstRun step="organization" />;
   if (!w.app || path === '/setup/app') return <FirstRun step="app" />;
   const page = PAGES.find((p) => p.path === path);

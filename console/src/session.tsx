@@ -13,6 +13,8 @@ const PICK = 'console.pick';
 
 interface Workspace {
   me: Me | undefined;
+  /** Why /me failed (the console cannot go on without it). */
+  meError: unknown;
   org: Org | undefined;
   app: { id: string; name: string } | undefined;
   role: Role | undefined;
@@ -74,8 +76,8 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   }, []);
 
   const value = useMemo<Workspace>(
-    () => ({ me: me.data, org, app, role: org?.role, environment, setEnvironment, select, signIn, signOut, signedIn: !!token }),
-    [me.data, org, app, environment, select, signIn, signOut, token],
+    () => ({ me: me.data, meError: me.error, org, app, role: org?.role, environment, setEnvironment, select, signIn, signOut, signedIn: !!token }),
+    [me.data, me.error, org, app, environment, select, signIn, signOut, token],
   );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
 }

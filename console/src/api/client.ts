@@ -3,7 +3,7 @@ import type { paths } from './schema';
 
 /** A problem+json answer of the API, thrown by `unwrap` so queries and mutations see one error type. */
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string | undefined, message: string) {
+  constructor(readonly status: number, readonly code: string | undefined, message: string, readonly errors: FieldError[] = []) {
     super(message);
   }
 }
@@ -33,7 +33,14 @@ const headers: Middleware = {
 export const api = createClient<paths>({ baseUrl: '' });
 api.use(headers);
 
+/** A problem's `errors[]`: the JSON pointer of the field at fault (e.g. `/body/name`) and why. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
 interface Problem {
+  errors?: FieldError[];
   code?: string;
   detail?: string;
   title?: string;
@@ -44,5 +51,5 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
   const { data, error, response } = await call;
   if (response.ok) return data as T;
   const p = (error ?? {}) as Problem;
-  throw new ApiError(response.status, p.code, p.detail ?? p.title ?? `HTTP ${response.status}`);
+  throw new ApiError(response.status, p.code, p.detail ?? p.title ?? `HTTP ${response.status}`, p.errors);
 }

@@ -2,7 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import { Problem } from '../components/problem';
-import { navigate } from '../router';
+import { Link, navigate } from '../router';
 import { useWorkspace } from '../session';
 
 /** First run (or "+ New ..." in the switcher): create an organization, then an app in it. */
@@ -43,6 +43,11 @@ export default function FirstRun({ step }: { step: 'organization' | 'app' }) {
         <button type="submit" disabled={create.isPending}>{isOrg ? 'Create organization' : 'Create app'}</button>
         <Problem error={create.error} />
       </form>
+      {w.app && (
+        <p>
+          <Link to="/">Back to the dashboard</Link>
+        </p>
+      )}
     </main>
   );
 }
