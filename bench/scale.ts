@@ -1,4 +1,4 @@
-// npm run bench:scale [-- --duration 8 --connections 16]
+// npm run bench:scale [-- --duration 3 --rounds 3 --connections 16]
 // Many instances, one truth: ingestion, bootstrap and the version check through the service's own
 // processes on one PostgreSQL, in one run:
 //   A. one API instance, limits per process (RATE_LIMITS=local) and no metrics: the baseline;
@@ -13,13 +13,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import pgClient from 'pg';
 import { startEmbeddedDb } from '../src/db/embedded.js';
+import { createPool } from '../src/db/pool.js';
+import { createGlobalLimiter, createSlidingWindowLimiter, RESERVATION_SHARE, type RateLimiter } from '../src/http/rate-limit.js';
+import { createLimitStore } from '../src/http/rate-limit-store.js';
+import { createMetrics } from '../src/modules/metrics/metrics.js';
+import { createMetricsStore } from '../src/modules/metrics/store.js';
 import { client, createTenant, type Tenant } from '../test/helpers/client.js';
 import { machine, writeResultsSection } from './lib/results.js';
 import { cpuMs, descendantsCpuMs, freePort } from './lib/service.js';
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '8' }, connections: { type: 'string', default: '16' } } });
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' }, connections: { type: 'string', default: '16' } } });
+/** Seconds of one round; each scenario runs `rounds` rounds of each workload, in turns. */
 const duration = Number(values.duration);
+const rounds = Number(values.rounds);
 const connections = Number(values.connections);
 const root = path.resolve(import.meta.dirname, '..');
 const BATCH = 100;
@@ -114,6 +122,9 @@ async function load(apis: Api[], opts: { path: string; method?: 'GET' | 'POST'; 
   return { rps: sum('rps'), ok: sum('ok'), limited: sum('limited'), other: sum('other'), p99: Math.max(...runs.map((r) => r.p99)), apiCores: apiCpuMs / 1000 / duration, dbCores: dbCpuMs / 1000 / duration };
 }
 
+/** CPU time per ingested event: what the capacity model needs, and less distorted by a busy machine than throughput. */
+const usPerEvent = (cores: number, r: { rps: number }) => ((cores * 1e6) / (r.rps * BATCH)).toFixed(1);
+
 type Scenario = { name: string; env: Record<string, string>; instances: number };
 const scenarios: Scenario[] = [
   { name: 'A. 1 API, per-process limits, no metrics', env: { RATE_LIMITS: 'local', METRICS: 'off' }, instances: 1 },
@@ -121,8 +132,17 @@ const scenarios: Scenario[] = [
   { name: 'C. 2 APIs, global limits, metrics', env: {}, instances: 2 },
 ];
 
-const rows: string[] = [];
-const figures: Record<string, Awaited<ReturnType<typeof load>>> = {};
+type Load = Awaited<ReturnType<typeof load>>;
+/** Rounds of one scenario added up; rates and cores are averaged over the rounds at the end. */
+function add(a: Load | undefined, b: Load): Load {
+  if (!a) return b;
+  return { rps: a.rps + b.rps, ok: a.ok + b.ok, limited: a.limited + b.limited, other: a.other + b.other, p99: Math.max(a.p99, b.p99), apiCores: a.apiCores + b.apiCores, dbCores: a.dbCores + b.dbCores };
+}
+const avg = (l: Load): Load => ({ ...l, rps: l.rps / rounds, apiCores: l.apiCores / rounds, dbCores: l.dbCores / rounds });
+
+// Every scenario's processes run from the start, each with its own tenant; the scenarios then take
+// turns in short rounds, so a change in the machine's load falls on all of them alike.
+const setups = [];
 for (const s of scenarios) {
   const apis: Api[] = [];
   for (let i = 0; i < s.instances; i++) apis.push(await startApi(s.env));
@@ -132,38 +152,91 @@ for (const s of scenarios) {
   const keys: string[] = [];
   for (let i = 0; i < KEYS; i++) keys.push((await c.post('/api/v1/sdk/api-keys', { environment: 'production', permissions: [] }, t.console)).body.data.public_key);
   let k = 0;
-  const nextKey = () => ({ 'x-api-key': keys[k++ % keys.length] });
-  const one = () => ({ 'x-api-key': t.live.public_key });
+  setups.push({ s, apis, one: () => ({ 'x-api-key': t.live.public_key }), nextKey: () => ({ 'x-api-key': keys[k++ % keys.length] }), body: ingestBody() });
+}
+const results = setups.map(() => ({}) as Record<'version' | 'ingest' | 'boot', Load | undefined>);
+for (const work of ['version', 'ingest', 'boot'] as const) {
+  for (let r = 0; r < rounds; r++) {
+    for (const [i, u] of setups.entries()) {
+      const opts =
+        work === 'version' ? { path: '/api/v1/sdk/config-bundle/version', headers: u.one }
+        : work === 'ingest' ? { path: '/api/v1/ingest/events', method: 'POST' as const, headers: u.one, body: u.body }
+        : { path: '/api/v1/sdk/bootstrap', headers: u.nextKey };
+      results[i][work] = add(results[i][work], await load(u.apis, opts));
+    }
+  }
+}
+for (const u of setups) for (const a of u.apis) await stopApi(a);
 
-  const version = await load(apis, { path: '/api/v1/sdk/config-bundle/version', headers: one });
-  const ingest = await load(apis, { path: '/api/v1/ingest/events', method: 'POST', headers: one, body: ingestBody() });
-  const boot = await load(apis, { path: '/api/v1/sdk/bootstrap', headers: nextKey });
-  figures[s.name] = ingest;
+const rows: string[] = [];
+const figures: Record<string, Load> = {};
+for (const [i, u] of setups.entries()) {
+  const version = avg(results[i].version!);
+  const ingest = avg(results[i].ingest!);
+  const boot = avg(results[i].boot!);
+  figures[u.s.name] = ingest;
   rows.push(
-    `| ${s.name} | ${Math.round(version.rps)} | ${Math.round(ingest.rps * BATCH)} | ${ingest.p99} | ${ingest.apiCores.toFixed(2)} / ${ingest.dbCores.toFixed(2)} | ${Math.round(boot.rps)} (${boot.ok} ok, ${boot.limited} limited) | ${version.other + ingest.other + boot.other} |`,
+    `| ${u.s.name} | ${Math.round(version.rps)} | ${Math.round(ingest.rps * BATCH)} | ${ingest.p99} | ${ingest.apiCores.toFixed(2)} / ${ingest.dbCores.toFixed(2)} | ${usPerEvent(ingest.apiCores, ingest)} / ${usPerEvent(ingest.dbCores, ingest)} | ${Math.round(boot.rps)} (${boot.ok} ok, ${boot.limited} limited) | ${version.other + ingest.other + boot.other} |`,
   );
   // Global limits hold under load: no more bootstraps allowed than the keys' budgets (within 5%).
-  if (s.env.RATE_LIMITS !== 'local' && boot.ok > KEYS * 60 * 1.05) throw new Error(`bootstrap limit exceeded: ${boot.ok} > ${KEYS * 60}`);
-  for (const a of apis) await stopApi(a);
-  console.log(rows[rows.length - 1]);
+  if (u.s.env.RATE_LIMITS !== 'local' && boot.ok > KEYS * 60 * 1.05) throw new Error(`bootstrap limit exceeded: ${boot.ok} > ${KEYS * 60}`);
 }
+
+// The two additions on a request's path, timed alone in this process (steadier than whole-service rates
+// on a shared machine): a limiter decision for a 100-event batch, and the metrics hooks' work per request.
+const CALLS = 200_000;
+async function perCallUs(fn: (i: number) => unknown): Promise<number> {
+  for (let i = 0; i < 2000; i++) await fn(i);
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < CALLS; i++) await fn(i);
+  return Number(process.hrtime.bigint() - t0) / 1000 / CALLS;
+}
+const micro = createPool(pg.url, 4);
+const decide = (l: RateLimiter) => (_i: number) => l.consume('ingest:bench', BATCH, 1_000_000_000);
+const globalLimiter = createGlobalLimiter(createLimitStore(micro));
+const localUs = await perCallUs(decide(createSlidingWindowLimiter()));
+const globalUs = await perCallUs(decide(globalLimiter));
+await globalLimiter.close();
+const metrics = createMetrics({ db: micro, store: createMetricsStore(micro), onError: () => undefined });
+const outcome = { accepted: BATCH, rejected: 0, sampled: 0, consent_declined: 0 };
+const metricsUs = await perCallUs(() => {
+  metrics.observeHttp('POST', '/api/v1/ingest/events', 202, 0.004);
+  metrics.countIngest(outcome);
+});
+await micro.end();
+
+// Storage per stored event: the events partitions and the dedupe keys, indexes included.
+const admin = new pgClient.Client({ connectionString: pg.url });
+await admin.connect();
+const size = await admin.query<{ bytes: string; n: string }>(
+  `SELECT (SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = 'events'::regclass)
+          + pg_total_relation_size('event_ids') AS bytes, (SELECT count(*) FROM events) AS n`,
+);
+await admin.end();
+const bytesPerEvent = Number(size.rows[0].bytes) / Number(size.rows[0].n);
 
 const base = figures[scenarios[0].name];
 const perApiCore = (f: typeof base) => (f.rps * BATCH) / f.apiCores;
 const perDbCore = (f: typeof base) => (f.rps * BATCH) / f.dbCores;
 const body = `
-Command: \`npm run bench:scale -- --duration ${duration} --connections ${connections}\`. Machine: ${machine()}, shared with other
-work while measured (its load average was high), so compare rows of this run only. Each scenario: version
-check, then ingestion (batches of ${BATCH} events, one app), then bootstrap (${KEYS} keys, 60/min each), ${duration} s each,
-${connections} connections spread over the APIs. PostgreSQL is one embedded server for all of them.
+Command: \`npm run bench:scale -- --duration ${duration} --rounds ${rounds} --connections ${connections}\`. Machine: ${machine()}, shared with other
+work while measured (its load average was high), so compare rows of this run only. All scenarios' processes run
+together on one embedded PostgreSQL, each with its own tenant, and take turns: ${rounds} rounds of ${duration} s per scenario
+for the version check, then ingestion (batches of ${BATCH} events, one app), then bootstrap (${KEYS} keys, 60/min each),
+${connections} connections spread over the scenario's APIs; rates are averaged over the rounds.
 
-| scenario | version check req/s | ingestion events/s | ingestion p99 ms | ingestion CPU cores API / DB | bootstrap req/s | 5xx |
-|---|---|---|---|---|---|---|
+| scenario | version check req/s | ingestion events/s | ingestion p99 ms | ingestion CPU cores API / DB | CPU µs per event API / DB | bootstrap req/s | 5xx |
+|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
-Global limits on one instance keep ${((100 * figures[scenarios[1].name].rps) / base.rps).toFixed(0)}% of the baseline's ingestion throughput (B / A).
+Global limits and metrics on one instance keep ${((100 * figures[scenarios[1].name].rps) / base.rps).toFixed(0)}% of the baseline's ingestion throughput (B / A);
+API CPU per event B / A: ${((100 * Number(usPerEvent(figures[scenarios[1].name].apiCores, figures[scenarios[1].name]))) / Number(usPerEvent(base.apiCores, base))).toFixed(0)}%.
+Alone (${CALLS} calls each, in the bench process): a limiter decision for a ${BATCH}-event batch costs ${localUs.toFixed(2)} µs per-process and
+${globalUs.toFixed(2)} µs global (a reservation every ${Math.round((1e9 * RESERVATION_SHARE) / BATCH)} batches included); the metrics hooks cost ${metricsUs.toFixed(2)} µs per request,
+against ${usPerEvent(base.apiCores, base)} µs of API CPU per event (${(Number(usPerEvent(base.apiCores, base)) * BATCH).toFixed(0)} µs per batch) in A.
 Capacity model inputs (A): ${Math.round(perApiCore(base))} events/s per API core, ${Math.round(perDbCore(base))} events/s per database core;
 with global limits (C): ${Math.round(perApiCore(figures[scenarios[2].name]))} and ${Math.round(perDbCore(figures[scenarios[2].name]))}.
+Stored: ${Math.round(bytesPerEvent)} bytes per event (events partitions and event_ids, indexes included, ${size.rows[0].n} events).
 `;
 writeResultsSection('scale', body);
 console.log(body);
