@@ -1,45 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createConfigChangeStore } from '../src/modules/config-stream/store.js';
 import { client, createTenant, type Client, type Tenant } from './helpers/client.js';
+import { clusterEnv, makeInstance, startInstance, stopInstance, type Instance } from './helpers/processes.js';
 import { createTestDatabase, startTestServer, type TestServer } from './helpers/server.js';
 import { isStream, openStream, type SseStream } from './helpers/sse-client.js';
 
-const root = path.resolve(import.meta.dirname, '..');
 const STREAM_ENV = { CONFIG_STREAM_HEARTBEAT_MS: '150', CONFIG_STREAM_POLL_MS: '200', CONFIG_STREAM_RETRY_MS: '500', CONFIG_STREAM_RETRY_JITTER_MS: '1000' };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-/** A second API instance as a real process on the same database (its own pool and LISTEN connection). */
-async function startProcess(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/main.ts')], {
-    cwd: root,
-    env: { ...process.env, ...STREAM_ENV, ROLE: 'api', PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DATA_DIR: `/tmp/svc-stream-${port}`, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const url = `http://127.0.0.1:${port}`;
-  const until = Date.now() + 45_000;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`service exited: ${stderr}`);
-    if (await fetch(`${url}/api/v1/ingest/health`).then((r) => r.ok, () => false)) return { url, child };
-    await sleep(100);
-  }
-  throw new Error(`service did not start: ${stderr}`);
-}
 
 async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -64,7 +32,7 @@ async function streamWhenFree(url: string, key: string): Promise<SseStream> {
 
 describe('config stream (SSE)', () => {
   let a: TestServer;
-  let b: { url: string; child: ChildProcess };
+  let b: Instance;
   let c: Client;
   let t: Tenant;
   const open: SseStream[] = [];
@@ -72,14 +40,16 @@ describe('config stream (SSE)', () => {
 
   before(async () => {
     const dbUrl = await createTestDatabase();
-    // Instance A in this process, with small caps; instance B a real process.
+    // Instance A in this process, with small caps; instance B a real process (its own pool and LISTEN connection).
+    b = await makeInstance('api');
+    const starting = startInstance(b, clusterEnv(dbUrl, STREAM_ENV));
     a = await startTestServer({ ...STREAM_ENV, CONFIG_STREAM_MAX_PER_KEY: '2', CONFIG_STREAM_MAX_PER_INSTANCE: '3' }, dbUrl);
     c = client(a.url);
-    [b, t] = await Promise.all([startProcess(dbUrl), createTenant(c)]);
+    [, t] = await Promise.all([starting, createTenant(c)]);
   });
   after(async () => {
     for (const s of open) s.close();
-    if (b.child.exitCode === null) b.child.kill('SIGKILL');
+    if (b.proc?.exitCode === null) b.proc.kill('SIGKILL');
     await a.stop();
   });
 
@@ -209,13 +179,12 @@ describe('config stream (SSE)', () => {
   it('on SIGTERM tells each client to reconnect after a jittered delay, then ends the stream and exits', async () => {
     const s = track(await stream(b.url, t.live.public_key));
     await s.next();
-    b.child.kill('SIGTERM');
+    const exited = stopInstance(b);
     const bye = await s.next((e) => e.event === 'reconnect', 20_000);
     assert.equal(bye.data.reason, 'shutdown');
     assert.ok(bye.data.retry_ms >= 500 && bye.data.retry_ms <= 1500);
     assert.equal(s.retry, bye.data.retry_ms);
     await s.ended;
-    const code = await new Promise((r) => (b.child.exitCode !== null ? r(b.child.exitCode) : b.child.once('exit', r)));
-    assert.equal(code, 0);
+    assert.equal(await exited, 0);
   });
 });
