@@ -23,4 +23,10 @@ export const PAGES: PageDef[] = [
   page('/api-keys', 'API keys', () => import('./api-keys')),
   page('/members', 'Members', () => import('./members')),
   page('/settings', 'Settings', () => import('./settings')),
+  page('/content', 'Content', () => import('./content')),
+  page('/releases', 'Releases', () => import('./releases')),
+  page('/option-sets', 'Option sets', () => import('./option-sets')),
+  page('/webhooks', 'Webhooks', () => import('./webhooks')),
+  page('/exports', 'Exports', () => import('./exports')),
+  page('/ad-network', 'Ad network', () => import('./ad-network')),
 ];

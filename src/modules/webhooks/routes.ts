@@ -148,6 +148,19 @@ export const webhookRoutes =
       },
     }, async (req) => ({ data: await webhooks.delivery(scopeOf(customerOf(req)), req.params.id, req.params.deliveryId) }));
 
+    app.post('/api/v1/webhooks/:id/test', {
+      preHandler: admin,
+      schema: {
+        tags,
+        summary: 'Send a webhook.test event to this endpoint now (admin+); it appears in the delivery log',
+        params: IdParams,
+        response: { 202: Type.Object({ data: Delivery }), ...errors(400, 401, 403, 404, 409) },
+      },
+    }, async (req, reply) => {
+      const c = customerOf(req);
+      return reply.status(202).send({ data: await webhooks.sendTest(scopeOf(c), c.userId, req.params.id) });
+    });
+
     app.post('/api/v1/webhooks/:id/deliveries/:deliveryId/retry', {
       preHandler: admin,
       schema: {

@@ -9,6 +9,8 @@ import type { DeliveryRow, EndpointRow, WebhookStore } from './store.js';
 
 export const WEBHOOK_EVENT_TYPES = ['onboarding.started', 'onboarding.completed', 'experiment.exposure', 'user.identified'] as const;
 export const MAX_ENDPOINTS_PER_APP = 50;
+/** The type of the console's test deliveries; no endpoint subscribes to it, it is sent on request only. */
+export const TEST_EVENT_TYPE = 'webhook.test';
 /** Both the old and the new secret sign for this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;
 
@@ -154,6 +156,17 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
       const d = await store.requeueDelivery(scope, id, deliveryId);
       if (!d) throw new AppError('conflict', 'An attempt of this delivery is in progress; retry when it has finished');
       await record(scope, id, 'delivery_retried', `Delivery ${deliveryId} of webhook ${e.url} queued for a manual retry`, userId);
+      wake();
+      return deliveryView(d);
+    },
+
+    /** Queues a `webhook.test` delivery to one enabled endpoint, signed and retried as any other. */
+    async sendTest(scope: Scope, userId: string, id: string) {
+      const e = await mustGet(scope, id);
+      if (!e.enabled) throw new AppError('conflict', 'The webhook is disabled; enable it before sending a test event');
+      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: new Date().toISOString(), environment: null, data: { webhook_id: id, test: true } });
+      const d = await store.insertTestDelivery(scope, id, { eventType: TEST_EVENT_TYPE, body, maxAttempts: 1 + scheduleS.length });
+      await record(scope, id, 'test_sent', `Test event queued for webhook ${e.url}`, userId);
       wake();
       return deliveryView(d);
     },

@@ -179,6 +179,16 @@ export function createWebhookStore(db: Queryable, box: SecretBox) {
       return rows[0] ?? null;
     },
 
+    /** A delivery to one endpoint outside the outbox (the console's "send test event"). */
+    async insertTestDelivery(scope: Scope, endpointId: string, c: { eventType: string; body: string; maxAttempts: number }): Promise<DeliveryRow> {
+      const { rows } = await db.query<DeliveryRow>(
+        `INSERT INTO webhook_deliveries (tenant_id, app_id, kind, endpoint_id, event_type, body, max_attempts, next_attempt_at)
+         VALUES ($1, $2, 'webhook', $3, $4, $5, $6, now()) RETURNING *`,
+        [scope.tenantId, scope.appId, endpointId, c.eventType, c.body, c.maxAttempts],
+      );
+      return rows[0];
+    },
+
     /** A callback delivery: its own target and secret, the body exactly as given. */
     async insertCallback(scope: Scope, c: { url: string; secret: string; eventType: string; body: string; maxAttempts: number }): Promise<string> {
       const { rows } = await db.query<{ id: string }>(
