@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort } from './helpers/processes.js';
@@ -65,9 +65,10 @@ describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 
     // npm start (builds what is stale, starts PostgreSQL under ./data, serves) and, beside it, npm test
     // on one test of a small file (its own PostgreSQL under .test-data).
     const port = await freePort();
-    const npm = process.env.npm_execpath;
-    const startArgs = npm && npm.endsWith('.js') ? [npm, 'start'] : ['scripts/start.mjs'];
-    const start = run(startArgs, userEnv({ PORT: String(port), HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()) }));
+    // What `npm start` runs, run directly: npm itself dies of the SIGTERM instead of waiting for the service.
+    const startScript = JSON.parse(readFileSync(path.join(clone, 'package.json'), 'utf8')).scripts.start as string;
+    assert.equal(startScript, 'node scripts/start.mjs');
+    const start = run(['scripts/start.mjs'], userEnv({ PORT: String(port), HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()) }));
     const testArgs = ['--import', 'tsx', 'scripts/test.mjs', '--no-typecheck', '--test-name-pattern=ROLE=worker', 'test/startup.test.ts'];
     const tests = run(testArgs, userEnv({}));
 
