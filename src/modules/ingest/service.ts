@@ -3,8 +3,8 @@ import { invalid } from '../../http/errors.js';
 import { checkRate, type RateDecision, type RateLimiter } from '../../http/rate-limit.js';
 import type { SettingsService } from '../settings/service.js';
 import { checkEvent, type Envelope, type EventError } from './envelope.js';
-import { keepBySampling } from './sampling.js';
 import type { GroupCommit } from './group-commit.js';
+import { keepBySampling } from './sampling.js';
 import type { EventRow, IngestStore, OptionLock } from './store.js';
 
 export const MAX_TRAITS_BYTES = 16 * 1024;
