@@ -1,4 +1,4 @@
-import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useDeferredValue, useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import { Problem } from '../components/problem';
@@ -45,6 +45,7 @@ function Items({ setId, publicKey }: { setId: string; publicKey: string }) {
         params: { path: { setId }, query: { q: search || undefined, cursor: pageParam, limit: 50 } },
       })),
     getNextPageParam: (last) => last.data.next_cursor ?? undefined,
+    placeholderData: keepPreviousData, // the last answer stays on screen while the next search runs
   });
   const first = items.data?.pages[0]?.data;
   const rows = items.data?.pages.flatMap((p) => p.data.items) ?? [];
