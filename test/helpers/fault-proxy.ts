@@ -27,6 +27,7 @@ const HOP = new Set(['host', 'connection', 'content-length', 'transfer-encoding'
  */
 export async function startFaultProxy(target: string) {
   const sockets = new Set<Socket>();
+  const streams = new Set<Socket>();
   const seen: Seen[] = [];
   const proxy = {
     url: '',
@@ -34,6 +35,10 @@ export async function startFaultProxy(target: string) {
     decide: (_req: Seen): Fault | undefined => undefined,
     /** Requests to paths containing `part`. */
     to: (part: string) => seen.filter((s) => s.path.includes(part)),
+    /** Open event streams (text/event-stream answers, relayed as they come). */
+    streams,
+    /** Cuts every open event stream, as a network change does. */
+    dropStreams: () => streams.forEach((s) => s.destroy()),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
@@ -63,7 +68,22 @@ export async function startFaultProxy(target: string) {
     }
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && typeof v === 'string') headers[k] = v;
-    const answer = await fetch(target + req.url, { method: req.method, headers, body: text || undefined });
+    const ctl = new AbortController();
+    res.on('close', () => ctl.abort()); // the client left: so does the relayed stream
+    const answer = await fetch(target + req.url, { method: req.method, headers, body: text || undefined, signal: ctl.signal });
+    if (answer.status === 200 && answer.headers.get('content-type')?.startsWith('text/event-stream') && !fault) {
+      entry.status = 200;
+      res.writeHead(200, Object.fromEntries([...answer.headers].filter(([k]) => !HOP.has(k))));
+      res.flushHeaders();
+      streams.add(req.socket);
+      req.socket.on('close', () => streams.delete(req.socket));
+      try {
+        for await (const chunk of answer.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
+      } catch {
+        /* either side closed */
+      }
+      return res.end();
+    }
     const out = Buffer.from(await answer.arrayBuffer());
     entry.status = answer.status;
     if (fault?.kind === 'drop-after-commit') return req.socket.destroy();

@@ -5,6 +5,7 @@ import { bucketOf } from './murmur.js';
 import { EventQueue } from './queue.js';
 import { matchesRules } from './rules.js';
 import type { Storage } from './storage.js';
+import { ConfigStream } from './stream.js';
 import { uuid } from './uuid.js';
 
 export interface DeviceInfo {
@@ -40,6 +41,8 @@ export interface ClientOptions {
   storagePrefix?: string;
   /** Default analytics consent until `setConsent` is called. */
   consent?: { analytics: boolean };
+  /** Subscribe to the config stream while in the foreground (default true); false: polling only. */
+  stream?: boolean;
   /** Tests only: shorter waits. Production uses the contract's values. */
   timing?: { retryDelaysMs?: number[]; lockRecheckMs?: number; requestTimeoutMs?: number; random?: () => number };
 }
@@ -101,6 +104,11 @@ export class Client {
   private batchSize: number;
   private flushIntervalMs: number;
   private ttlMs = K.DEFAULT_CONFIG_TTL_MS;
+  private storePath: string | undefined;
+  private stream: ConfigStream | null = null;
+  private inForeground = true;
+  /** Streaming stopped for good (401, or no streaming fetch body): polling only. */
+  private streamOff = false;
 
   constructor(options: ClientOptions) {
     this.o = options;
@@ -140,17 +148,20 @@ export class Client {
     }
     await this.refresh();
     this.schedule();
+    this.syncStream();
     if (this.queue.count) void this.flush();
   }
 
   /** The app came back to the foreground: the same config refresh as at start. */
   async foreground(): Promise<void> {
+    this.inForeground = true;
     try {
       await this.loaded;
     } catch {
       return;
     }
     await this.refresh();
+    this.syncStream();
     if (!this.locked && this.queue?.count) void this.flush();
   }
 
@@ -174,7 +185,7 @@ export class Client {
       await this.o.storage.setItem(`${this.prefix}bootstrap`, JSON.stringify(r.body));
       const wasLocked = this.locked;
       this.applyBootstrap(r.body);
-      if (this.timers.length) this.schedule();
+      if (this.timers.length) this.schedule(), this.syncStream();
       if (wasLocked && !this.locked) void this.flush();
     } catch (e) {
       this.report('config_failed', `bootstrap: ${(e as Error).message}`);
@@ -183,6 +194,7 @@ export class Client {
 
   private applyBootstrap(b: Bootstrap): void {
     this.locked = !!b.runtime_lock;
+    if (b.storePath) this.storePath = b.storePath;
     const s = b.settings ?? {};
     if (s.batchSize && s.batchSize > 0) this.batchSize = Math.min(s.batchSize, 500);
     if (s.flushInterval && s.flushInterval > 0) this.flushIntervalMs = s.flushInterval * 1000;
@@ -200,8 +212,46 @@ export class Client {
       this.timers.push(t);
     };
     every(this.flushIntervalMs, () => this.queue.count && !this.running && this.flush());
-    every(this.o.pollIntervalMs ?? K.DEFAULT_POLL_INTERVAL_MS, () => this.checkForUpdate());
+    // While a config stream is open it announces changes: the poll is its fallback.
+    every(this.o.pollIntervalMs ?? K.DEFAULT_POLL_INTERVAL_MS, () => !this.stream?.open && this.checkForUpdate());
     every(this.locked ? (this.o.timing?.lockRecheckMs ?? this.ttlMs) : this.ttlMs, () => this.bootstrap());
+  }
+
+  /**
+   * The app went to the background (false: the config stream closes, the queue is flushed) or
+   * came back (true: the same as `foreground()`).
+   */
+  async setForeground(active: boolean): Promise<void> {
+    if (active) return this.foreground();
+    this.inForeground = false;
+    this.syncStream();
+    await this.flush();
+  }
+
+  /** Opens the config stream while started and in the foreground, closes it otherwise. */
+  private syncStream(): void {
+    if (this.closed || !this.inForeground || this.streamOff || !this.storePath || this.o.stream === false) return this.stream?.stop();
+    this.stream ??= new ConfigStream({
+      fetch: this.fetchFn,
+      url: this.o.baseUrl.replace(/\/$/, '') + this.storePath,
+      headers: { 'x-api-key': this.o.apiKey },
+      storage: this.o.storage,
+      key: `${this.prefix}stream`,
+      random: this.o.timing?.random ?? Math.random,
+      // A resumed stream replays only what changed since its id: one check covers any gap.
+      onOpen: (resumed) => resumed && void this.checkForUpdate(),
+      onEvent: (event, data) => {
+        const v = data.bundle_version;
+        const have = this.config.bundle?.bundle_version ?? -1;
+        // Option-set versions are not cached by the SDK (optionSet() always asks), so only bundles count.
+        if (typeof v === 'number' && (event === 'change' ? v > have : v !== have)) void this.checkForUpdate();
+      },
+      onGiveUp: (why) => {
+        this.streamOff = true;
+        this.report('config_failed', `config stream: ${why}; polling only`);
+      },
+    });
+    this.stream.start();
   }
 
   /** Polls the version endpoint and downloads a newer bundle; true when the bundle changed. */
@@ -469,6 +519,7 @@ export class Client {
     if (!this.locked) await this.flush();
     this.closed = true;
     this.schedule();
+    this.syncStream();
     this.wake.splice(0).forEach((w) => w());
     await this.running;
   }

@@ -27,3 +27,9 @@ export const DEFAULT_MAX_QUEUE_BYTES = 2 * 1024 * 1024;
 export const SEGMENT_EVENTS = 20;
 /** Experiments and rollouts bucket users into 0..BUCKETS-1. */
 export const BUCKETS = 10_000;
+/** Config stream: reconnect backoff cap, the uptime that resets it, and the silence that means a dead link. */
+export const STREAM_BACKOFF_CAP_MS = 300_000;
+export const STREAM_STABLE_MS = 60_000;
+export const STREAM_IDLE_MS = 90_000;
+/** Backoff base until the server's `retry:` hint arrives. */
+export const STREAM_RETRY_MS = 1000;

@@ -2,6 +2,8 @@ export type FetchLike = (url: string, init: { method: string; headers: Record<st
   status: number;
   headers: { get(name: string): string | null };
   text(): Promise<string>;
+  /** A streaming body (the config stream); without it the SDK polls. */
+  body?: { getReader?(): { read(): Promise<{ done: boolean; value?: Uint8Array }> } } | null;
 }>;
 
 export interface HttpAnswer {
