@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { FLAG, FLAG_ROOM } from '../src/modules/analytics/definitions.js';
 
 /*
  * A hand-built dataset in an app whose timezone is Asia/Tokyo (UTC+9, no DST). Day B is 40 days
@@ -448,14 +449,15 @@ describe('analytics: rollups and the 24 metrics', () => {
   it('keeps every histogram equal to a recomputation from the rollup rows (after late, moved and rebuilt data)', async () => {
     await fold();
     // Each pair: the fold-maintained cells (non-zero) and the same cells recomputed from scratch.
-    // A device's active days are its row's int4[] (migration 017): day since 2000-01-01 x 64 + flags.
-    const DEVICE_DAYS = `SELECT d.app_id, d.environment, d.anon_id, d.platform, d.country, date '2000-01-01' + (x >> 6) AS day, x & 63 AS flags
+    // A device's active days are its row's int4[] (migration 017), packed as definitions.ts pack() does.
+    const DEVICE_DAYS = `SELECT d.app_id, d.environment, d.anon_id, d.platform, d.country, date '2000-01-01' + (x >> ${FLAG_ROOM}) AS day,
+      x & ${(1 << FLAG_ROOM) - 1} AS flags
       FROM an_devices d CROSS JOIN unnest(d.days) x`;
     const pairs: [string, string, string][] = [
       ['flags', `SELECT app_id, environment, day, platform, country, flag, gap, n FROM an_flag_hist WHERE n <> 0`,
         `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), bit, coalesce(day - prev, 100000), count(*)::int
            FROM (SELECT y.*, f.bit, lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id, f.bit ORDER BY y.day) AS prev
-                   FROM (${DEVICE_DAYS}) y CROSS JOIN unnest('{1,2,4,8,16,32}'::int[]) AS f(bit) WHERE y.flags & f.bit <> 0) z
+                   FROM (${DEVICE_DAYS}) y CROSS JOIN unnest('{${Object.values(FLAG).join(',')}}'::int[]) AS f(bit) WHERE y.flags & f.bit <> 0) z
           GROUP BY 1, 2, 3, 4, 5, 6, 7`],
       ['active', `SELECT app_id, environment, day, platform, country, gap, n FROM an_active_hist WHERE n <> 0`,
         `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), coalesce(day - prev_day, 100000), count(*)::int

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { Queryable } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
+import { FUNNELS as DEFAULT_FUNNELS } from './definitions.js';
 import { round2 } from './metrics.js';
 import type { Env } from './read-model.js';
 
@@ -21,28 +22,8 @@ export const FunnelStep = Type.Object({
 export type FunnelStep = Static<typeof FunnelStep>;
 export const FunnelSteps = Type.Array(FunnelStep, { minItems: 1, maxItems: 10 });
 
-const ev = (event: string, name = event): FunnelStep => ({ name, event });
-
-export const FUNNELS: Record<string, FunnelStep[]> = {
-  onboarding: [ev('onboarding_flow_started'), ev('onboarding_step_completed'), ev('onboarding_flow_completed')],
-  monetization: [ev('paywall_view'), ev('purchase_started'), ev('purchase_completed')],
-  retention: [
-    ev('session_start'),
-    { name: 'session_start_later_day', event: 'session_start', match: 'later_day' },
-    { name: 'session_start_day_7_plus', event: 'session_start', match: 'days_after_first', days: 7 },
-  ],
-  icp_usp: [ev('onboarding_flow_completed'), ev('paywall_view'), ev('$trial', 'trial_started')],
-  aso: [{ name: 'first_app_open', event: 'app_open', match: 'first_ever' }, ev('onboarding_flow_started'), ev('purchase_completed')],
-  paid_ua: [
-    { name: 'ad_impressions', source: 'ad_impressions' },
-    { name: 'ad_swipes', source: 'ad_swipes' },
-    { name: 'install', event: 'app_open', match: 'first_ever' },
-    ev('purchase_completed'),
-  ],
-  organic_social: [ev('deferred_deep_link_resolved'), ev('app_open'), ev('purchase_completed')],
-  web2app: [ev('web_entitlement_activated'), ev('app_open'), { name: 'session_start_later_day', event: 'session_start', match: 'later_day' }],
-  feedback_loop: [ev('survey_shown'), ev('survey_completed'), ev('purchase_completed')],
-};
+/** The default funnels (definitions.ts, where every metric's meaning lives). */
+export const FUNNELS: Record<string, FunnelStep[]> = DEFAULT_FUNNELS;
 
 /** The app's override when it is well-formed, else the default definition. */
 export function resolveSteps(name: string, overrides: unknown): FunnelStep[] {

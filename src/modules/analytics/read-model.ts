@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/pool.js';
 import type { Scope } from '../../http/auth.js';
+import { type FlagField, FLAGS, RETENTION_DAYS, retentionBit } from './definitions.js';
 
 /** Dashboard reads. Every query reads rollup tables only (an_*), never raw events. */
 
@@ -12,16 +13,10 @@ export interface Bucket {
   e: string;
 }
 
-/** Raw per-bucket, per-segment aggregates the metric formulas are computed from. */
-export interface Raw {
+/** Raw per-bucket, per-segment aggregates the metric formulas are computed from (a field per flag: definitions.ts). */
+export interface Raw extends Record<FlagField, number> {
   device_days: number;
   active: number;
-  onb_s: number;
-  onb_c: number;
-  pw: number;
-  trial: number;
-  paid: number;
-  crash: number;
   wau: number;
   mau: number;
   new_users: number;
@@ -47,7 +42,7 @@ export interface Raw {
 }
 
 export const EMPTY_RAW: Raw = Object.freeze({
-  device_days: 0, active: 0, onb_s: 0, onb_c: 0, pw: 0, trial: 0, paid: 0, crash: 0, wau: 0, mau: 0,
+  ...(Object.fromEntries(FLAGS.map((f) => [f.field, 0])) as Record<FlagField, number>), device_days: 0, active: 0, wau: 0, mau: 0,
   new_users: 0, onb_new: 0, c1: 0, r1: 0, c7: 0, r7: 0, c30: 0, r30: 0, sessions: 0, started: 0, dur: 0,
   paid_usd: 0, paid_n: 0, refund_usd: 0, refund_n: 0, mrr: 0, t_c7: 0, t_p7: 0, t_c30: 0, t_p30: 0,
 }) as Raw;
@@ -87,8 +82,7 @@ export function familySql(f: Family, s: Segment): string {
         FROM rd JOIN h ON h.day = rd.day GROUP BY 1, 2`;
     case 'flags': {
       // Distinct users with each flag, from the fold's per-flag gap histogram (as for active users).
-      const cols = (['onb_s', 'onb_c', 'pw', 'trial', 'paid', 'crash'] as const)
-        .map((c, k) => `coalesce(sum(h.n) FILTER (WHERE h.flag = ${1 << k} AND h.gap > h.day - bd.s), 0)::int AS ${c}`)
+      const cols = FLAGS.map((f, bit) => `coalesce(sum(h.n) FILTER (WHERE h.flag = ${1 << bit} AND h.gap > h.day - bd.s), 0)::int AS ${f.field}`)
         .join(', ');
       return `WITH ${B}, ${BD}, h AS (
           SELECT x.day, ${g} AS seg, x.flag, x.gap, sum(x.n)::int AS n FROM an_flag_hist x
@@ -97,9 +91,9 @@ export function familySql(f: Family, s: Segment): string {
     }
     case 'new': {
       // From the per-first-day cohort cells the fold maintains (an_cohort_hist, an_onb_hist).
-      const ret = [[1, 1], [7, 4], [30, 16]]
-        .map(([n, bit]) => `coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n}), 0)::int AS c${n},
-        coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n} AND d.mask & ${bit} <> 0), 0)::int AS r${n}`)
+      const ret = ([1, 7, 30] as const)
+        .map((n) => `coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n}), 0)::int AS c${n},
+        coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n} AND d.mask & ${retentionBit(n)} <> 0), 0)::int AS r${n}`)
         .join(',\n        ');
       const cells = (t: string, col: string) => `SELECT x.first_day, ${g} AS seg, x.${col}, sum(x.n)::int AS n FROM ${t} x
            WHERE ${F('x')} AND x.first_day BETWEEN $8::date AND $9::date GROUP BY 1, 2, 3`;
@@ -219,8 +213,7 @@ export function createAnalyticsReadModel(db: Queryable) {
 
     /** Retention cohorts per first day (and segment value). */
     async cohorts(scope: Scope, env: Env, start: string, end: string, segment: Segment) {
-      const days = [1, 3, 7, 14, 30, 60, 90];
-      const cols = days.map((n, bit) => `coalesce(sum(x.n) FILTER (WHERE x.ret_mask & ${1 << bit} <> 0), 0)::int AS r${n}`).join(', ');
+      const cols = RETENTION_DAYS.map((n, bit) => `coalesce(sum(x.n) FILTER (WHERE x.ret_mask & ${1 << bit} <> 0), 0)::int AS r${n}`).join(', ');
       // Per-first-day cohort cells (fold-maintained); a cell may hold 0 after devices left it.
       const { rows } = await db.query<Record<string, number | string>>(
         `SELECT x.first_day::text AS day, ${seg(segment, 'x')} AS seg, sum(x.n)::int AS size, ${cols}

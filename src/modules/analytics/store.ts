@@ -5,6 +5,7 @@ import type { FoldResult } from './fold/round.js';
 import { ADD_TO_REVENUE_CELL, revenueDelta, ROLLUP_TABLES } from './fold/sql.js';
 import type { FoldWorkers } from './fold/workers.js';
 import type { FoldProfile } from './fold/bucket.js';
+import { DEFINITIONS_VERSION, monthlySql, PERIOD_PATTERN, usdRateSql } from './definitions.js';
 
 /**
  * Rollup writes. The fold is platform maintenance across apps (watermarks over events.seq), but
@@ -31,9 +32,9 @@ export function createRollupStore(
    */
   async function registerApps(q: Queryable): Promise<string> {
     await q.query(`
-INSERT INTO an_app_state (app_id, tenant_id, timezone)
-SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC') FROM apps a LEFT JOIN app_settings s ON s.app_id = a.id
-ON CONFLICT (app_id) DO NOTHING`);
+INSERT INTO an_app_state (app_id, tenant_id, timezone, defs)
+SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC'), $1 FROM apps a LEFT JOIN app_settings s ON s.app_id = a.id
+ON CONFLICT (app_id) DO NOTHING`, [DEFINITIONS_VERSION]);
     const { rows } = await q.query<{ zone: string }>(`SELECT timezone AS zone FROM an_app_state GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
     return rows[0]?.zone ?? 'UTC';
   }
@@ -131,7 +132,10 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
       await db.query(`UPDATE an_rollup_state SET folded_at = now()`);
     },
 
-    /** Apps whose settings timezone differs from the one their rollups were built with. */
+    /**
+     * Apps whose settings timezone, or whose analytics definitions (definitions.ts
+     * DEFINITIONS_VERSION), differ from those their rollups were built with.
+     */
     async appsNeedingRebuild(): Promise<{ app_id: string; timezone: string }[]> {
       // The state table is unlogged: after a crash it is empty along with the rollups (refold from 0).
       await db.query(`
@@ -139,12 +143,12 @@ INSERT INTO an_rollup_state (id) SELECT generate_series(0, $1::int - 1) WHERE NO
 ON CONFLICT (id) DO NOTHING`, [parts]);
       await registerApps(db);
       const { rows } = await db.query(`
-SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_id = st.app_id
- WHERE s.timezone <> st.timezone`);
+SELECT st.app_id, coalesce(s.timezone, st.timezone) AS timezone FROM an_app_state st LEFT JOIN app_settings s ON s.app_id = st.app_id
+ WHERE s.timezone <> st.timezone OR st.defs IS DISTINCT FROM $1`, [DEFINITIONS_VERSION]);
       return rows;
     },
 
-    /** Rebuilds one app's rollups with `timezone` (fold/round.ts rebuildApp). */
+    /** Rebuilds one app's rollups with `timezone` and the current definitions (fold/round.ts rebuildApp). */
     rebuildApp(appId: string, timezone: string, chunk: number): Promise<number> {
       return workers.rebuild(appId, timezone, chunk, profile);
     },
@@ -155,9 +159,10 @@ SELECT st.app_id, s.timezone FROM an_app_state st JOIN app_settings s ON s.app_i
       // as the fold's are, so a fold running in another process waits rather than deadlocks.
       await db.query(`
 WITH y AS (
-UPDATE an_purchases p SET amount_usd = p.price * r.rate,
-       mrr_usd = CASE WHEN p.kind = 'paid' THEN an_monthly(p.price * r.rate, p.period) END
-  FROM (SELECT app_id, environment, event_id, usd_rate(currency, day) AS rate FROM an_purchases WHERE amount_usd IS NULL) r
+UPDATE an_purchases p SET amount_usd = p.price * r.rate, mrr_usd = ${monthlySql('r', 'p.price * r.rate')}
+  FROM (SELECT a.app_id, a.environment, a.event_id, a.kind, ${usdRateSql('a.currency', 'a.day')} AS rate,
+               m[1]::int AS period_n, m[2] AS period_unit
+          FROM an_purchases a LEFT JOIN LATERAL regexp_match(a.period, '${PERIOD_PATTERN}') m ON true WHERE a.amount_usd IS NULL) r
  WHERE r.rate IS NOT NULL AND p.app_id = r.app_id AND p.environment = r.environment AND p.event_id = r.event_id
    AND p.amount_usd IS NULL
 RETURNING p.tenant_id, p.app_id, p.environment, p.day, p.platform, p.country, p.kind, p.period_end, p.amount_usd, p.mrr_usd)

@@ -1,4 +1,5 @@
 import { copyIn } from '../../../db/copy.js';
+import { TRIAL_STEP_EVENT } from '../definitions.js';
 import type { CopyWriter } from '../../../db/copy-writer.js';
 import type { Conn } from '../../../db/pool.js';
 import { uuidText, type Bucket, type RoundDicts } from './events.js';
@@ -66,7 +67,7 @@ async function foldOnce(tx: Conn, b: Bucket, dicts: RoundDicts, funnelNames: rea
   await tx.query(CREATE_HIST_DELTAS);
   const states = await step('load devices', () => loadDeviceStates(tx, b, dicts));
   const deltas = new Deltas(dicts);
-  const trialName = dicts.names.code('$trial');
+  const trialName = dicts.names.code(TRIAL_STEP_EVENT);
   const steps = new Set(funnelNames);
   const isStep = Uint8Array.from(dicts.names.list, (name) => (steps.has(name) ? 1 : 0));
   const pass = await step('devices (js)', () => foldDevices(b, states, dicts, deltas, isStep, trialName));

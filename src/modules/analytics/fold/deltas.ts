@@ -1,4 +1,5 @@
 import { CopyWriter } from '../../../db/copy-writer.js';
+import { FLAG_COUNT } from '../definitions.js';
 import type { RoundDicts } from './events.js';
 
 /**
@@ -20,14 +21,14 @@ export interface Seg {
 }
 
 /** Parts `a` (`ab` bits) and `b` (`bb` bits) packed after the segment, or a string key when out of range. */
-function key2(seg: number, a: number, ab: number, b: number, bb: number): number | string {
+export function key2(seg: number, a: number, ab: number, b: number, bb: number): number | string {
   const ma = 2 ** ab;
   const mb = 2 ** bb;
   if (a >= 0 && a < ma && b >= 0 && b < mb && seg < 2 ** (53 - ab - bb)) return (seg * ma + a) * mb + b;
   return `${seg}|${a}|${b}`;
 }
 
-function unpack2(k: number | string, ab: number, bb: number): [number, number, number] {
+export function unpack2(k: number | string, ab: number, bb: number): [number, number, number] {
   if (typeof k === 'string') {
     const [seg, a, b] = k.split('|').map(Number);
     return [seg, a, b];
@@ -41,7 +42,7 @@ function unpack2(k: number | string, ab: number, bb: number): [number, number, n
 }
 
 // Bits of the packed parts: days (since 2000-01-01, up to the year 2179), gaps (<= 100000),
-// retention masks (7 bits). A flag histogram key also names the flag's bit (0-5): one map per bit.
+// retention masks (7 bits). A flag histogram's cells are kept in one map per flag bit.
 const DAY = 16;
 const GAP = 17;
 const MASK = 7;
@@ -59,7 +60,7 @@ export class Deltas {
   private segCodes = new Map<number, number>();
   private readonly unknown: number;
   private active: Cells = new Map();
-  private flags: Cells[] = Array.from({ length: 6 }, () => new Map());
+  private flags: Cells[] = Array.from({ length: FLAG_COUNT }, () => new Map());
   /** Session cells: key -> slot of their count and summed duration in `sessSums`. */
   private sessSlots: Cells = new Map();
   private sessSums = new Float64Array(1024);
@@ -90,7 +91,7 @@ export class Deltas {
     add(this.active, key2(seg, day, DAY, gap, GAP), n);
   }
 
-  /** `bit`: the flag's bit index (0-5). */
+  /** `bit`: the flag's bit index (definitions.ts FLAGS). */
   flag1(seg: number, bit: number, day: number, gap: number, n: number): void {
     add(this.flags[bit], key2(seg, day, DAY, gap, GAP), n);
   }

@@ -1,9 +1,9 @@
 import { CopyWriter } from '../../../db/copy-writer.js';
+import { dayOf, FIRST_GAP, FLAG, FLAG_COUNT, flagsOf, pack, RETENTION_DAYS } from '../definitions.js';
 import type { Deltas } from './deltas.js';
 import type { Bucket, RoundDicts } from './events.js';
 import { grow, orderByPrefix, sortInts } from './order.js';
 import { parsePurchase, writePurchase } from './purchases.js';
-import { FLAG } from './sql.js';
 import type { DeviceStates } from './state.js';
 import { StepRows } from './steps.js';
 
@@ -22,9 +22,7 @@ import { StepRows } from './steps.js';
  * another platform or country leaves every cell with its stored days and enters with the merged.
  */
 
-const FIRST_GAP = 100000;
 const NONE = -2147483648;
-const FLAG_BITS = 6;
 
 export interface DevicePass {
   /** Per device: platform and country after the batch (codes, -1: NULL), and their histogram segment. */
@@ -48,7 +46,6 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
   const n = b.n;
   const { dev, ts, day, flag, name, sess, eid } = b;
   const keys = b.devices.bytes;
-  const nameFields = dicts.names.fields;
   const strFields = dicts.strings.fields;
   const text = (w: CopyWriter, c: number) => (c < 0 ? w.null() : w.raw(strFields[c]));
 
@@ -78,16 +75,16 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
   const updated = new Int32Array(D);
   const inserted = new Int32Array(D);
 
-  // Scratch, grown as needed: the device's batch days (packed day x 64 + flags) and merged days.
+  // Scratch, grown as needed: the device's batch days (packed: definitions.ts pack) and merged days.
   let bd: Int32Array = new Int32Array(64);
   let md: Int32Array = new Int32Array(128);
-  const minGain = new Int32Array(FLAG_BITS);
+  const minGain = new Int32Array(FLAG_COUNT);
   const steps = new StepRows(b, dicts);
 
   const active = (list: Int32Array, from: number, to: number, start: number, seg: number, sign: number) => {
     let prev = NONE;
     for (let k = from; k < to; k++) {
-      const dd = list[k] >> 6;
+      const dd = dayOf(list[k]);
       if (dd >= start) deltas.active1(seg, dd, prev === NONE ? FIRST_GAP : dd - prev, sign);
       prev = dd;
     }
@@ -97,18 +94,18 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     let prev = NONE;
     for (let k = from; k < to; k++) {
       if ((list[k] & m) === 0) continue;
-      const dd = list[k] >> 6;
+      const dd = dayOf(list[k]);
       if (dd >= start) deltas.flag1(seg, bit, dd, prev === NONE ? FIRST_GAP : dd - prev, sign);
       prev = dd;
     }
   };
   const retMask = (list: Int32Array, from: number, to: number, first: number) => {
     let mask = 0;
-    for (let k = from; k < to; k++) mask |= retBit((list[k] >> 6) - first);
+    for (let k = from; k < to; k++) mask |= retBit(dayOf(list[k]) - first);
     return mask;
   };
   const onbDay = (list: Int32Array, from: number, to: number) => {
-    for (let k = from; k < to; k++) if (list[k] & FLAG.onbStarted) return list[k] >> 6;
+    for (let k = from; k < to; k++) if (list[k] & FLAG.onbStarted) return dayOf(list[k]);
     return NONE;
   };
 
@@ -129,7 +126,7 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
       }
       if (t > lTs) lTs = t;
       if (k === bd.length) bd = grow(bd);
-      bd[k++] = day[i] * 64 + flag[i];
+      bd[k++] = pack(day[i], flag[i]);
       if (isStep[name[i]] === 1) steps.add(name[i], day[i], t);
       if (flag[i] & FLAG.trial) steps.add(trialName, day[i], t);
     }
@@ -152,20 +149,20 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     let i = oFrom;
     let j = 0;
     while (i < oTo || j < k) {
-      const od = i < oTo ? old[i] >> 6 : Infinity;
-      const bdy = j < k ? bd[j] >> 6 : Infinity;
+      const od = i < oTo ? dayOf(old[i]) : Infinity;
+      const bdy = j < k ? dayOf(bd[j]) : Infinity;
       if (od < bdy) {
         md[m++] = old[i++];
         continue;
       }
       let bfl = 0;
-      while (j < k && bd[j] >> 6 === bdy) bfl |= bd[j++] & 63;
+      while (j < k && dayOf(bd[j]) === bdy) bfl |= flagsOf(bd[j++]);
       const stored = od === bdy;
-      const ofl = stored ? old[i++] & 63 : 0;
+      const ofl = stored ? flagsOf(old[i++]) : 0;
       if (!stored && bdy < minNew) minNew = bdy;
       const gained = bfl & ~ofl;
-      if (gained !== 0) for (let bit = 0; bit < FLAG_BITS; bit++) if (gained & (1 << bit) && bdy < minGain[bit]) minGain[bit] = bdy;
-      md[m++] = bdy * 64 + (bfl | ofl);
+      if (gained !== 0) for (let bit = 0; bit < FLAG_COUNT; bit++) if (gained & (1 << bit) && bdy < minGain[bit]) minGain[bit] = bdy;
+      md[m++] = pack(bdy, bfl | ofl);
     }
 
     // 3. First event, platform and country: an earlier first event (a late event) replaces them.
@@ -185,11 +182,11 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     // 4. Histograms: active users, users per flag, cohorts.
     if (!existed) {
       active(md, 0, m, NONE, seg, 1);
-      for (let bit = 0; bit < FLAG_BITS; bit++) flagged(md, 0, m, bit, NONE, seg, 1);
+      for (let bit = 0; bit < FLAG_COUNT; bit++) flagged(md, 0, m, bit, NONE, seg, 1);
     } else if (relocated) {
       active(old, oFrom, oTo, NONE, oldSeg, -1);
       active(md, 0, m, NONE, seg, 1);
-      for (let bit = 0; bit < FLAG_BITS; bit++) {
+      for (let bit = 0; bit < FLAG_COUNT; bit++) {
         flagged(old, oFrom, oTo, bit, NONE, oldSeg, -1);
         flagged(md, 0, m, bit, NONE, seg, 1);
       }
@@ -198,7 +195,7 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
         active(old, oFrom, oTo, minNew, seg, -1);
         active(md, 0, m, minNew, seg, 1);
       }
-      for (let bit = 0; bit < FLAG_BITS; bit++) {
+      for (let bit = 0; bit < FLAG_COUNT; bit++) {
         if (minGain[bit] === 2147483647) continue;
         flagged(old, oFrom, oTo, bit, minGain[bit], seg, -1);
         flagged(md, 0, m, bit, minGain[bit], seg, 1);
@@ -230,7 +227,7 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     w.int4(mask);
     if (onb === NONE) w.null();
     else w.date(onb);
-    w.date(md[m - 1] >> 6);
+    w.date(dayOf(md[m - 1]));
     if (keepLast) {
       w.int8(st.lastTs[d]);
       if (st.hasLastSession[d]) w.uuid(st.lastSession, d * 16);
@@ -272,26 +269,17 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
   };
 }
 
-/** Retention bits of a device: first day + 1, 3, 7, 14, 30, 60 and 90 active (bits 0 to 6). */
-function retBit(offset: number): number {
-  switch (offset) {
-    case 1: return 1;
-    case 3: return 2;
-    case 7: return 4;
-    case 14: return 8;
-    case 30: return 16;
-    case 60: return 32;
-    case 90: return 64;
-    default: return 0;
-  }
-}
+/** Retention bit by offset from the first day (definitions.ts RETENTION_DAYS; 0 for other offsets). */
+const RET_BITS = new Int32Array(RETENTION_DAYS[RETENTION_DAYS.length - 1] + 1);
+RETENTION_DAYS.forEach((n, bit) => (RET_BITS[n] = 1 << bit));
+export const retBit = (offset: number): number => (offset >= 0 && offset < RET_BITS.length ? RET_BITS[offset] : 0);
 
-function hasDay(list: Int32Array, from: number, to: number, dd: number): boolean {
+export function hasDay(list: Int32Array, from: number, to: number, dd: number): boolean {
   let lo = from;
   let hi = to - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const v = list[mid] >> 6;
+    const v = dayOf(list[mid]);
     if (v === dd) return true;
     if (v < dd) lo = mid + 1;
     else hi = mid - 1;

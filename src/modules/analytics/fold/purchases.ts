@@ -1,5 +1,5 @@
 import type { CopyWriter } from '../../../db/copy-writer.js';
-import { FLAG } from './sql.js';
+import { FLAG, PERIOD_PATTERN } from '../definitions.js';
 
 /**
  * A purchase event's properties as the revenue metrics read them (decisions.md section 4): kind
@@ -19,7 +19,7 @@ export interface Purchase {
   periodUnit: string | null;
 }
 
-const PERIOD = /^P([1-9][0-9]{0,2})([DWMY])$/;
+const PERIOD = new RegExp(PERIOD_PATTERN);
 
 /** First `n` characters (code points, as PostgreSQL's left()). */
 const left = (s: string, n: number) => (s.length <= n ? s : Array.from(s).slice(0, n).join(''));

@@ -1,4 +1,5 @@
 import { inTx, type Conn } from '../../../db/pool.js';
+import { DEFINITIONS_VERSION } from '../definitions.js';
 import { Bucket, EventReader, RoundDicts, uuidText } from './events.js';
 import { eventsQuery, funnelEventNames, partOf, ROLLUP_TABLES, without } from './sql.js';
 import { foldBucket, type FoldProfile } from './bucket.js';
@@ -103,7 +104,7 @@ export function rebuildApp(conn: Conn, { appId, timezone, chunk, workMemMb, prof
     const { rows } = await conn.query<{ id: number; watermark: number }>(`SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`);
     const wm = `CASE ${partOf('e.anon_id', rows.length)} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
     await prepareFold(conn, timezone, workMemMb);
-    await conn.query(`UPDATE an_app_state SET timezone = $2, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone]);
+    await conn.query(`UPDATE an_app_state SET timezone = $2, defs = $3, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone, DEFINITIONS_VERSION]);
     for (const t of ROLLUP_TABLES) await conn.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
     const names = await funnelEventNames(conn);
     let folded = 0;

@@ -1,5 +1,5 @@
 import type { Conn, Queryable } from '../../../db/pool.js';
-import { FUNNELS } from '../funnels.js';
+import { DEFAULT_FUNNEL_EVENTS, flagSql, monthlySql, periodEndSql, STEP_TIMES_KEPT, usdRateSql } from '../definitions.js';
 
 /**
  * The fold's SQL (bucket.ts, round.ts, state.ts and sessions.ts run it). The fold reads a round's events with one COPY,
@@ -7,12 +7,8 @@ import { FUNNELS } from '../funnels.js';
  * with COPY into the rollup tables or into temp tables that one statement each then applies.
  */
 
-/** Flag bits of a device's day (an_devices.days: day x 64 + flags). */
-export const FLAG = { onbStarted: 1, onbCompleted: 2, paywall: 4, trial: 8, paid: 16, crash: 32 } as const;
-
-const DEFAULT_FUNNEL_EVENTS = [...new Set(Object.values(FUNNELS).flatMap((steps) => steps.flatMap((s) => (s.event ? [s.event] : []))))];
-
-const IS_TRIAL = `(jsonb_typeof(p.props->'is_trial') = 'boolean' AND p.props->>'is_trial' = 'true')`;
+/** The events' flag bits (definitions.ts FLAGS), built once. */
+const FLAG_SQL = flagSql();
 
 /**
  * The events matching `where` (a seq range, or one app for a rebuild) as events.ts reads
@@ -29,13 +25,7 @@ export function eventsQuery(where: string, zone: string, part: string, { oneApp 
   return `
 SELECT e.seq, (${part})::int4, e.tenant_id, e.app_id, e.environment, e.event_id, e.event_name, e.ts, ${day},
        e.anon_id, e.session_id, e.platform, e.country,
-       (CASE e.event_name
-         WHEN 'onboarding_flow_started' THEN ${FLAG.onbStarted}
-         WHEN 'onboarding_flow_completed' THEN ${FLAG.onbCompleted}
-         WHEN 'paywall_view' THEN ${FLAG.paywall}
-         WHEN 'app_crash' THEN ${FLAG.crash}
-         WHEN 'purchase_completed' THEN CASE WHEN ${IS_TRIAL} THEN ${FLAG.trial} ELSE ${FLAG.paid} END
-         ELSE 0 END)::int2,
+       ${FLAG_SQL},
        CASE WHEN e.event_name IN ('purchase_completed', 'purchase_refunded') THEN coalesce(p.props::text, 'null') END
   FROM events e
   ${oneApp ? '' : 'LEFT JOIN an_app_state st ON st.app_id = e.app_id'}
@@ -154,16 +144,16 @@ CREATE TEMP TABLE an_stp (tenant_id uuid, app_id uuid, environment text, event_n
 const STEPS_COPY = 'an_stp (tenant_id, app_id, environment, event_name, day, anon_id, tss)';
 
 /**
- * Step rows of device-days stored before the batch may exist: merged, keeping the earliest 20
- * distinct times (enough to find "the earliest step-k event at or after step k-1" for any
+ * Step rows of device-days stored before the batch may exist: merged, keeping the earliest
+ * STEP_TIMES_KEPT distinct times (enough to find "the earliest step-k event at or after step k-1" for any
  * realistic funnel).
  */
 const MERGE_STEPS = `
 INSERT INTO an_steps (tenant_id, app_id, environment, event_name, day, anon_id, tss)
 SELECT tenant_id, app_id, environment, event_name, day, anon_id, tss FROM an_stp
 ON CONFLICT (app_id, environment, event_name, day, anon_id) DO UPDATE
-   SET tss = CASE WHEN cardinality(an_steps.tss) >= 20 AND an_steps.tss[20] <= EXCLUDED.tss[1] THEN an_steps.tss
-             ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT 20) END`;
+   SET tss = CASE WHEN cardinality(an_steps.tss) >= ${STEP_TIMES_KEPT} AND an_steps.tss[${STEP_TIMES_KEPT}] <= EXCLUDED.tss[1] THEN an_steps.tss
+             ELSE ARRAY(SELECT t FROM (SELECT DISTINCT t FROM unnest(an_steps.tss || EXCLUDED.tss) t) u ORDER BY t LIMIT ${STEP_TIMES_KEPT}) END`;
 
 // --- Purchases ---
 
@@ -176,8 +166,7 @@ const PURCHASES_COPY = `an_pu (tenant_id, app_id, environment, event_id, anon_id
 /**
  * The batch's purchases (purchases.ts parsed their properties), in USD at their day's rate
  * (the latest rate on or before it; NULL until their currency has one), with a paid subscription's
- * period end (calendar arithmetic: a month from Jan 31 ends Feb 28) and monthly amount (as
- * an_period_end and an_monthly). The new ones enter the revenue histogram's delta (a retried event
+ * period end and monthly amount (definitions.ts revenue rules). The new ones enter the revenue histogram's delta (a retried event
  * is not new: no row returned).
  */
 const INSERT_PURCHASES = `
@@ -185,16 +174,9 @@ WITH ins AS (
 INSERT INTO an_purchases (tenant_id, app_id, environment, event_id, anon_id, platform, country, kind, ts, day,
                           price, currency, amount_usd, period, period_end, mrr_usd)
 SELECT v.tenant_id, v.app_id, v.environment, v.event_id, v.anon_id, v.platform, v.country, v.kind, v.ts, v.day,
-       v.price, v.currency, v.price * r.rate, v.period,
-       CASE WHEN v.kind = 'paid' THEN CASE v.period_unit WHEN 'D' THEN v.day + v.period_n WHEN 'W' THEN v.day + 7 * v.period_n
-                                          WHEN 'M' THEN (v.day + make_interval(months => v.period_n))::date
-                                          WHEN 'Y' THEN (v.day + make_interval(years => v.period_n))::date END END,
-       CASE WHEN v.kind = 'paid' THEN CASE v.period_unit WHEN 'D' THEN v.price * r.rate * 365.0 / 12.0 / v.period_n
-                                          WHEN 'W' THEN v.price * r.rate * 52.0 / 12.0 / v.period_n WHEN 'M' THEN v.price * r.rate / v.period_n
-                                          WHEN 'Y' THEN v.price * r.rate / 12.0 / v.period_n END END
+       v.price, v.currency, v.price * r.rate, v.period, ${periodEndSql('v')}, ${monthlySql('v', 'v.price * r.rate')}
   FROM an_pu v
-  CROSS JOIN LATERAL (SELECT CASE WHEN v.currency = 'USD' THEN 1.0::float8 ELSE (
-                        SELECT x.usd_per_unit FROM exchange_rates x WHERE x.currency = v.currency AND x.day <= v.day ORDER BY x.day DESC LIMIT 1) END AS rate) r
+  CROSS JOIN LATERAL (SELECT ${usdRateSql('v.currency', 'v.day')} AS rate) r
 ON CONFLICT (app_id, environment, event_id) DO NOTHING
 RETURNING tenant_id, app_id, environment, day, platform, country, kind, period_end, amount_usd, mrr_usd)
 ${revenueDelta('+', 'ins y')}`;

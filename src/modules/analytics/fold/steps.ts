@@ -1,13 +1,11 @@
 import { CopyWriter } from '../../../db/copy-writer.js';
 import type { AppEnv, Bucket, RoundDicts } from './events.js';
+import { STEP_TIMES_KEPT as STEP_TIMES } from '../definitions.js';
 import { grow, growF, orderByPrefix, sortPrefix } from './order.js';
-
-/** At most this many timestamps per device, event and day are kept for funnels. */
-const STEP_TIMES = 20;
 
 /**
  * Funnel material of a partition's fold (an_steps): per device, event name and day, the earliest
- * 20 times of that event, enough to find "the earliest step-k event at or after step k-1" for any
+ * STEP_TIMES_KEPT times of that event, enough to find "the earliest step-k event at or after step k-1" for any
  * realistic funnel. Only event names some funnel uses are kept (a trial purchase also as '$trial').
  * A row can only be stored already for a device-day the device had before the batch: those are
  * merged by an upsert (`stored`); the others are plain inserts (`fresh`), written in key order
