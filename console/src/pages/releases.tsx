@@ -82,7 +82,7 @@ function Changes({ changes }: { changes: ItemChange[] }) {
   return (
     <ul className="diff" aria-label="Changes">
       {changes.map((c) => (
-        <li key={`${c.section}/${c.key}`} className={c.change}>{c.change}: {c.section} <code>{c.key}</code></li>
+        <li key={`${c.section}/${c.key}`} className={c.change}>{c.change}: {c.section} {c.name ? <>“{c.name}” (<code>{c.key}</code>)</> : <code>{c.key}</code>}</li>
       ))}
     </ul>
   );
