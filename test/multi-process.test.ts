@@ -329,11 +329,17 @@ describe('rolling restart under load', () => {
 
     // Nothing half-done: the fold catches up with every event once, every webhook is delivered once,
     // and no job is left active by a worker that stopped.
+    let fold: unknown;
     await waitFor(async () => {
-      const r = await db.query(`SELECT (SELECT min(watermark) FROM an_rollup_state) >= (SELECT max(seq) FROM events) AS caught_up,
-                                       (SELECT sum(events_folded) FROM an_rollup_state)::int AS folded, (SELECT count(*)::int FROM events) AS n`);
-      return r.rows[0].caught_up && r.rows[0].folded === r.rows[0].n;
-    }, 'the fold to catch up once', 60_000);
+      const r = await db.query(`SELECT (SELECT min(watermark) FROM an_rollup_state) AS watermark, (SELECT max(seq) FROM events) AS max_seq,
+                                       (SELECT sum(events_folded) FROM an_rollup_state)::int AS folded, (SELECT count(*)::int FROM events) AS n,
+                                       (SELECT json_agg(json_build_object('state', state, 'retries', retry_count, 'out', output)) FROM pgboss.job
+                                         WHERE name = 'analytics.rollup' AND state <> 'completed') AS rollup_jobs`);
+      fold = r.rows[0];
+      return Number(r.rows[0].watermark) >= Number(r.rows[0].max_seq) && r.rows[0].folded === r.rows[0].n;
+    }, 'the fold to catch up once', 120_000).catch((err) => {
+      throw new Error(`${err.message}: ${JSON.stringify(fold)}`);
+    });
     await waitFor(async () => {
       const r = await db.query(`SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS ok, count(*)::int AS n FROM webhook_deliveries WHERE app_id = $1`, [t.appId]);
       return r.rows[0].n === identified.size && r.rows[0].ok === r.rows[0].n;
