@@ -1,15 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyRow } from '../modules/api-keys/store.js';
-import type { ApiKeyService, Environment } from '../modules/api-keys/service.js';
+import type { ApiKeyService } from '../modules/api-keys/service.js';
+import type { Environment, Scope } from '../types/domain.js';
 import type { AuthenticatedUser, IdentityService } from '../modules/identity/service.js';
 import type { Role, TenancyStore } from '../modules/tenancy/store.js';
 import { AppError } from './errors.js';
 
-/** Every tenant-owned read or write is scoped by both ids. */
-export interface Scope {
-  tenantId: string;
-  appId: string;
-}
+export type { Scope };
 
 export interface CustomerContext extends Scope {
   userId: string;

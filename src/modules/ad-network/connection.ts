@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import { withTx, type Db } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { AppError } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import { NetworkError, toAppError, type Call, type NetworkClient } from './client.js';

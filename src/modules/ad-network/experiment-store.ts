@@ -1,5 +1,5 @@
 import { withTx, type Db } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 
 export interface VariantRow {
   id: string;

@@ -1,4 +1,4 @@
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { AppError } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import type { ConnectionService } from './connection.js';

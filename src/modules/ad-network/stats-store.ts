@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 
 export interface StatRow {
   ad_account_id: string;

@@ -1,4 +1,4 @@
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { invalid } from '../../http/errors.js';
 import type { ExchangeRateService } from '../exchange-rates/service.js';
 import { toAppError } from './client.js';

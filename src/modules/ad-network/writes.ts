@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { AppError } from '../../http/errors.js';
 import { NetworkError, toAppError } from './client.js';
 import type { AccountRow, AdNetworkStore, WriteRow } from './store.js';

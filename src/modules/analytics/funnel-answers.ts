@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import type { FunnelStore } from './funnel-store.js';
 import { FUNNELS, funnelCounts, resolveSteps, withAdSteps, type FunnelStep } from './funnels.js';
 import type { AnalyticsReadModel, Env } from './read-model.js';

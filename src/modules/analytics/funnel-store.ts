@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import type { Env } from './read-model.js';
 
 /** Data versions and materialized funnel answers (migration 011). */

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { FUNNELS as DEFAULT_FUNNELS } from './definitions.js';
 import { round2 } from './metrics.js';
 import type { Env } from './read-model.js';

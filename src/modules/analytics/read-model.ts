@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { type FlagField, FLAGS, RETENTION_DAYS, retentionBit } from './definitions.js';
 
 /** Dashboard reads. Every query reads rollup tables only (an_*), never raw events. */

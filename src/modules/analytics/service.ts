@@ -1,4 +1,4 @@
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { invalid, notFound } from '../../http/errors.js';
 import { addDays, addMonths, buckets, compareWindow, diffDays, isDate, type CompareMode, type Granularity } from './dates.js';
 import type { FunnelAnswers } from './funnel-answers.js';

@@ -1,13 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Environment, Scope } from '../../types/domain.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import type { ApiKeyRow, ApiKeyStore } from './store.js';
 
 export const PERMISSIONS = ['export_data'] as const;
-export type Environment = 'production' | 'sandbox';
+export type { Environment };
 
 const PREFIX: Record<Environment, string> = { production: 'svc_live_', sandbox: 'svc_test_' };
 

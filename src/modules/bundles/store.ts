@@ -1,5 +1,5 @@
 import type { Queryable, Tx } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 
 export interface BundleMeta {
   bundle_version: number;

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import type { ActivityStore } from '../activity/store.js';
 import type { SendCallback } from '../webhooks/callbacks.js';
 import type { ExportReadModel } from './read-model.js';

@@ -1,6 +1,6 @@
 import { withTx, type Db, type Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
-import type { Environment } from '../api-keys/service.js';
+import type { Scope } from '../../types/domain.js';
+import type { Environment } from '../../types/domain.js';
 import { summarizeNewEvents } from '../ingest/store.js';
 
 /** Sequence numbers folded per transaction: bounds lock time and memory of one step. */

@@ -1,6 +1,6 @@
 import type { Queryable, Tx } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
-import type { Environment } from '../api-keys/service.js';
+import type { Scope } from '../../types/domain.js';
+import type { Environment } from '../../types/domain.js';
 
 export type ExportStatus = 'processing' | 'completed' | 'failed';
 

@@ -1,8 +1,8 @@
 import { copyIn } from '../../db/copy.js';
 import { CopyWriter } from '../../db/copy-writer.js';
 import { withTx, type Db, type Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
-import type { Environment } from '../api-keys/service.js';
+import type { Scope } from '../../types/domain.js';
+import type { Environment } from '../../types/domain.js';
 
 /** One validated event: ids are UUIDs, platform ios|android, country two letters, ts_ms a finite number >= 0. */
 export interface EventRow {

@@ -1,4 +1,4 @@
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import type { OptionSetStore } from './store.js';
 
 interface Round {

@@ -1,12 +1,6 @@
-import type { PageRow } from './store.js';
+import type { IndexRow } from '../../types/option-set-rows.js';
 
-/** One visible row of a set version as the index loads it (in read order). */
-export interface IndexRow extends PageRow {
-  /** option_fold(value || ' ' || label), as stored: the index never folds item text itself. */
-  search_text: string;
-  /** Stored size of option_data (pg_column_size): its share of the memory estimate. */
-  data_bytes?: number | null;
-}
+export type { IndexRow };
 
 /**
  * An immutable, in-process search index of ONE version of a set: the visible items in read order

@@ -1,5 +1,5 @@
 import { withTx, type Db } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { AppError, invalid, notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import type { ChangeRecorder } from '../config-stream/store.js';

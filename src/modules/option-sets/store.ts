@@ -1,6 +1,6 @@
 import type { Queryable, Tx } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
-import type { IndexRow } from './search-index.js';
+import type { Scope } from '../../types/domain.js';
+import type { IndexRow, PageRow } from '../../types/option-set-rows.js';
 
 export interface StoredItem {
   item_id: number;
@@ -22,13 +22,7 @@ export interface ItemVersion {
   option_data: Record<string, unknown> | null;
 }
 
-export interface PageRow {
-  id: string | null;
-  value: string;
-  label: string;
-  sort_order: number;
-  option_data: Record<string, unknown> | null;
-}
+export type { PageRow };
 
 export interface PageQuery {
   /** The version to read (pinned by a cursor, or the current one). */

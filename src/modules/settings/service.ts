@@ -1,4 +1,4 @@
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { isValidTimezone } from '../../lib/time.js';
 import { invalid, notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 
 export interface SdkSettings {

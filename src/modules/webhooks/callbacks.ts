@@ -1,4 +1,4 @@
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 
 /**
  * Durably sends one signed callback (the export completion callback) through the webhook

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import type { Scope } from '../../http/auth.js';
+import type { Scope } from '../../types/domain.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { assertPublicTarget } from '../../outbound/guard.js';
 import { newWebhookSecret } from '../../outbound/signer.js';
