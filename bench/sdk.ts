@@ -27,7 +27,6 @@ const offline: FetchLike = () => new Promise(() => {});
 const gc = (globalThis as { gc?: () => void }).gc;
 const tmp = mkdtempSync(path.join(tmpdir(), 'sdk-bench-'));
 const loadAtStart = loadavg()[0];
-const dirBytes = (d: string) => readdirSync(d).reduce((n, f) => n + statSync(path.join(d, f)).size, 0);
 const heap = () => {
   gc?.();
   gc?.();

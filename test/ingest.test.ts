@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import murmur from 'murmurhash3js';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createTenant, makeEvent } from './helpers/client.js';
 import { useTenantApp } from './helpers/suite.js';
 

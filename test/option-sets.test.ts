@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createTenant, makeEvent, type Tenant } from './helpers/client.js';
 import { useTenantApp } from './helpers/suite.js';
 

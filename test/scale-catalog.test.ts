@@ -4,7 +4,6 @@
 // new table has not been placed in the plan.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Db } from '../src/db/pool.js';
 import { createTestDatabase } from './helpers/server.js';

@@ -27,7 +27,8 @@ export function registerJsonBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
     if (text.trim().length === 0) return done(null, undefined);
-    parse(req, text, (err, value) => {
+    // Fastify's default parser answers through the callback (its type also allows a promise).
+    void parse(req, text, (err, value) => {
       if (err) return done(err);
       const violation = req.routeOptions.config.jsonBounds === 'per-item' ? null : findJsonViolation(value);
       if (violation) return done(violationError('/body', violation));

@@ -87,7 +87,7 @@ function Manage({ accountId }: { accountId: string }) {
   };
   const done = (k: Kind) => (r: { data: { object: Net; dry_run: boolean } }) => {
     setCreated((c) => ({ ...c, [k]: [...c[k], { ...r.data.object, dry_run: r.data.dry_run }] }));
-    qc.invalidateQueries({ queryKey: ['ad-list', accountId, k], exact: false });
+    void qc.invalidateQueries({ queryKey: ['ad-list', accountId, k], exact: false });
   };
   const write = useMutation({
     mutationFn: async ({ kind, body }: { kind: Kind; body: Record<string, unknown> }) => ({ kind, r: await unwrap(api.POST(path(kind), { params: { path: { accountId } }, body: body as never })) }),

@@ -8,7 +8,6 @@ import { toAppError } from './client.js';
 import { accountView, type ConnectionService } from './connection.js';
 import type { Sync } from './jobs.js';
 import { AccountView, NetId } from './schemas.js';
-import type { NetworkOps } from './service.js';
 import type { AdNetworkStore } from './store.js';
 
 const Connection = Type.Object({
