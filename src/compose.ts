@@ -48,6 +48,8 @@ import { createGroupCommit } from './modules/ingest/group-commit.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { createIngestService } from './modules/ingest/service.js';
 import { createIngestStore, ensureEventPartitions } from './modules/ingest/store.js';
+import { optionSetConsoleRoutes } from './modules/option-sets/console-routes.js';
+import { createOptionSetReadModel } from './modules/option-sets/read-model.js';
 import { optionSetRoutes } from './modules/option-sets/routes.js';
 import { bundleRoutes } from './modules/bundles/routes.js';
 import { createBundleService } from './modules/bundles/service.js';
@@ -217,6 +219,7 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     configStreamRoutes({ auth, streams }),
     ingestRoutes({ auth, ingest }),
     optionSetRoutes({ auth, optionSets, limiter }),
+    optionSetConsoleRoutes({ auth, read: createOptionSetReadModel(db) }),
     bundleRoutes({ auth, bundles }),
     contentRoutes({ auth, content }),
     exchangeRateRoutes({ auth, rates }),

@@ -171,11 +171,16 @@ describe('console part 2', () => {
       { value: 'sao_paulo', label: 'São Paulo' },
       { value: 'paris', label: 'Paris' },
     ];
-    const r = await rig.c.post('/api/v1/sdk/option-sets/cities/sync', { mode: 'replace', items }, pair());
-    assert.equal(r.status, 200, r.text);
+    const sync = async (list: { value: string; label: string }[]) => {
+      const r = await rig.c.post('/api/v1/sdk/option-sets/cities/sync', { mode: 'replace', items: list }, pair());
+      assert.equal(r.status, 200, r.text);
+    };
+    await sync([...items, { value: 'lyon', label: 'Lyon' }]);
+    await sync(items); // replace: lyon archived
     await nav('Option sets');
-    await page.getByLabel('Set id').fill('cities');
-    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('button', { name: 'Open cities' }).click();
+    await page.getByRole('region', { name: 'Archived items' }).getByText('lyon').waitFor();
+    assert.equal(await page.getByRole('region', { name: 'Sync history' }).getByRole('listitem').count(), 2);
     await page.getByRole('row', { name: 'Option paris' }).waitFor();
     await page.getByLabel('Search').fill('sao paulo');
     await page.getByRole('row', { name: 'Option paris' }).waitFor({ state: 'detached' });

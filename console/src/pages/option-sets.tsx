@@ -3,6 +3,7 @@ import { useDeferredValue, useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import { Problem } from '../components/problem';
 import { Select } from '../components/select';
+import { Tile } from '../components/tile';
 import { useScopeKey } from '../session';
 
 /**
@@ -12,6 +13,7 @@ import { useScopeKey } from '../session';
  */
 export default function OptionSets() {
   const keys = useQuery({ queryKey: useScopeKey('api-keys'), queryFn: () => unwrap(api.GET('/api/v1/sdk/api-keys')) });
+  const sets = useQuery({ queryKey: useScopeKey('option-sets'), queryFn: () => unwrap(api.GET('/api/v1/option-sets')) });
   const active = keys.data?.data.filter((k) => k.status === 'active') ?? [];
   const [picked, setPicked] = useState('');
   const [setId, setSetId] = useState('');
@@ -28,12 +30,33 @@ export default function OptionSets() {
         {active.length > 1 && <Select label="Read with key" value={publicKey} options={active.map((k) => k.public_key)} onChange={setPicked} />}
         <button type="submit" disabled={!publicKey || !setId.trim()}>Open</button>
       </form>
+      <Tile title="Sets" query={sets}>
+        {(d) => (
+          <table>
+            <thead><tr><th>Set</th><th>Version</th><th>Items</th><th>Archived</th><th>Last sync</th><th /></tr></thead>
+            <tbody>
+              {d.data.map((x) => (
+                <tr key={x.set_id} aria-label={`Set ${x.set_id}`}>
+                  <td><code>{x.set_id}</code></td><td>{x.version}</td><td>{x.item_count}</td><td>{x.archived_count}</td><td>{new Date(x.updated_at).toLocaleString()}</td>
+                  <td><button type="button" className="secondary" onClick={() => (setSetId(x.set_id), setOpen(x.set_id))}>Open {x.set_id}</button></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Tile>
       {open && publicKey && <Items key={`${open}/${publicKey}`} setId={open} publicKey={publicKey} />}
+      {open && <Overview key={open} setId={open} />}
     </>
   );
 }
 
+function useOverview(setId: string) {
+  return useQuery({ queryKey: useScopeKey('option-set-overview', setId), queryFn: () => unwrap(api.GET('/api/v1/option-sets/{setId}', { params: { path: { setId } } })) });
+}
+
 function Items({ setId, publicKey }: { setId: string; publicKey: string }) {
+  const locked = new Set(useOverview(setId).data?.data.locked_values ?? []);
   const [q, setQ] = useState('');
   const search = useDeferredValue(q.trim());
   const items = useInfiniteQuery({
@@ -63,7 +86,7 @@ function Items({ setId, publicKey }: { setId: string; publicKey: string }) {
             <tbody>
               {rows.map((it) => (
                 <tr key={it.value} aria-label={`Option ${it.value}`}>
-                  <td><code>{it.value}</code></td><td>{it.label}</td><td>{it.id ?? '—'}</td><td>{it.sort_order}</td>
+                  <td><code>{it.value}</code>{locked.has(it.value) && <span className="badge" title="Recorded by an answer: a sync cannot change it"> locked</span>}</td><td>{it.label}</td><td>{it.id ?? '—'}</td><td>{it.sort_order}</td>
                   <td>{it.option_data ? <code>{JSON.stringify(it.option_data)}</code> : ''}</td>
                 </tr>
               ))}
@@ -74,5 +97,28 @@ function Items({ setId, publicKey }: { setId: string; publicKey: string }) {
         </>
       )}
     </section>
+  );
+}
+
+/** Archived items apart (the SDK does not serve them) and the sync history. */
+function Overview({ setId }: { setId: string }) {
+  const o = useOverview(setId);
+  return (
+    <Tile title={`Archived and syncs of ${setId}`} query={o}>
+      {({ data }) => (
+        <div className="row">
+          <section aria-label="Archived items">
+            <h3>Archived items</h3>
+            {data.archived.length === 0 ? <p className="muted">None.</p> : (
+              <ul>{data.archived.map((a) => <li key={a.value}><code>{a.value}</code> {a.label}</li>)}</ul>
+            )}
+          </section>
+          <section aria-label="Sync history">
+            <h3>Sync history</h3>
+            <ul className="feed">{data.syncs.map((x, i) => <li key={i}>{x.description}<time>{new Date(x.at).toLocaleString()}</time></li>)}</ul>
+          </section>
+        </div>
+      )}
+    </Tile>
   );
 }
