@@ -35,7 +35,7 @@ const load0 = loadavg()[0];
 try {
   const c = client(server.url!);
   const t = await createTenant(c);
-  const ok = (r: { status: number; text: string }) => {
+  const ok = <R extends { status: number; text: string }>(r: R): R => {
     if (r.status >= 300) throw new Error(`${r.status} ${r.text}`);
     return r;
   };
