@@ -36,6 +36,7 @@ function sdk(storage: Storage, over: Partial<ClientOptions> = {}) {
     bundledConfig: bundled,
     onError: (e) => errors.push(e),
     timing: { retryDelaysMs: [20, 40, 80], requestTimeoutMs: 2000 },
+    stream: false, // delivery and polling alone here; test/sdk-stream.test.ts covers the config stream
     ...over,
   });
   return { client, errors };
