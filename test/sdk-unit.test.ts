@@ -5,6 +5,7 @@ import { createClient, localStorageAdapter, memoryStorage, type SdkError } from 
 import type { FetchLike } from '../packages/sdk/src/http.js';
 import { bucketOf, murmur3 } from '../packages/sdk/src/murmur.js';
 import { EventQueue } from '../packages/sdk/src/queue.js';
+import { backoffMs } from '../packages/sdk/src/stream.js';
 import { matchesRules, validateRules, type Rule } from '../packages/sdk/src/rules.js';
 import { keepBySampling } from '../src/modules/ingest/sampling.js';
 
@@ -254,5 +255,16 @@ describe('sdk: one flush in flight', () => {
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(svc.calls.length, calls, 'the next try waits for the flush timer or an explicit flush()');
     assert.equal(c.queuedCount(), 80);
+  });
+});
+
+describe('sdk: config stream backoff', () => {
+  it('full jitter over min(cap, base x 2^attempt)', () => {
+    assert.equal(backoffMs(0, 1000, () => 0), 0);
+    assert.equal(backoffMs(0, 1000, () => 0.5), 500);
+    assert.equal(backoffMs(3, 1000, () => 0.999), 7992);
+    assert.equal(backoffMs(30, 1000, () => 0.5), 150_000, 'capped at 5 minutes');
+    assert.equal(backoffMs(2, 1000, () => 0.5, 3000), 1500, 'a custom cap');
+    for (let a = 0; a < 40; a++) assert.ok(backoffMs(a, 4817, Math.random) < 300_000);
   });
 });
