@@ -287,6 +287,21 @@ describe('console part 2', () => {
     await page.getByLabel('Ad name', { exact: true }).fill('Hero ad');
     await page.getByRole('button', { name: 'Create ad', exact: true }).click();
     await page.getByRole('row', { name: 'Ads Hero ad' }).waitFor();
+    // An experiment over that creative, its per-variant results, and the account's stats pulled now.
+    await page.getByLabel('Experiment name').fill('Hero test');
+    await page.getByLabel('Daily budget per variant (USD)').fill('5');
+    await page.getByRole('button', { name: 'Start experiment' }).click();
+    await page.getByRole('row', { name: 'Experiment Hero test' }).getByRole('button', { name: 'Results' }).click();
+    await page.getByRole('row', { name: 'Variant Control' }).waitFor();
+    await page.getByRole('row', { name: 'Variant Treatment' }).waitFor();
+    const [pulled] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/stats/pull')),
+      page.getByRole('button', { name: 'Pull stats now' }).click(),
+    ]);
+    assert.equal(pulled.status(), 200, await pulled.text());
+    const stats = page.getByRole('region', { name: 'Stats' });
+    if ((await pulled.json()).data.rows > 0) await stats.getByRole('img', { name: 'Spend (USD) per day' }).waitFor();
+    else await stats.getByText('No stats stored').waitFor();
     await screenshot(page, 'ad-network');
 
     const posts = fake.world.requests.filter((r) => r.method === 'POST').map((r) => r.path);

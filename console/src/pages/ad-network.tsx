@@ -1,11 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, useState, type ReactNode } from 'react';
 import { api, unwrap } from '../api/client';
 import { FieldError } from '../components/field-error';
 import { Problem } from '../components/problem';
 import { Select } from '../components/select';
 import { Tile } from '../components/tile';
 import { useScopeKey } from '../session';
+
+// uPlot loads with the chart only (as on the dashboard).
+const LineChart = lazy(() => import('../components/chart').then((m) => ({ default: m.LineChart })));
+const DAY_MS = 86_400_000;
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 type Net = { id: string; name?: string; status?: string; [k: string]: unknown };
 type Kind = 'campaigns' | 'adsquads' | 'media' | 'creatives' | 'ads';
@@ -140,6 +145,8 @@ function Manage({ accountId }: { accountId: string }) {
         <CreateForm label="Create ad" error={err} fields={[['Ad name', 'name']]} choices={[['Ad squad', 'ad_squad_id', opt(all('adsquads'))], ['Creative', 'creative_id', opt(all('creatives'))]]}
           onSubmit={(v) => write.mutate({ kind: 'ads', body: v })} />
       </Section>
+      <Stats accountId={accountId} campaigns={all('campaigns')} />
+      <Experiments accountId={accountId} campaigns={opt(all('campaigns'))} creatives={opt(all('creatives'))} />
     </>
   );
 }
@@ -204,5 +211,109 @@ function MediaForm({ onUpload }: { onUpload(f: File, name: string): Promise<void
       <label>Media file<input type="file" accept="image/png,image/jpeg,video/mp4,video/quicktime" onChange={(e) => setFile(e.target.files?.[0] ?? null)} /></label>
       <button type="submit" disabled={!file || busy}>Upload media</button>
     </form>
+  );
+}
+
+/** Daily spend (USD) and impressions of the account's campaigns, stored by the hourly sync or pulled now. */
+function Stats({ accountId, campaigns }: { accountId: string; campaigns: Net[] }) {
+  const qc = useQueryClient();
+  const to = day(Date.now());
+  const from = day(Date.now() - 13 * DAY_MS);
+  const key = [...useScopeKey('ad-stats'), accountId];
+  const stats = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET('/api/v1/ad-network/stats', { params: { query: { from, to, ad_account_id: accountId, entity_type: 'campaign' } } })) });
+  const pull = useMutation({ mutationFn: () => unwrap(api.POST('/api/v1/ad-network/accounts/{accountId}/stats/pull', { params: { path: { accountId } }, body: {} })), onSuccess: () => qc.invalidateQueries({ queryKey: key }) });
+  const dates = Array.from({ length: 14 }, (_, i) => day(Date.parse(from) + i * DAY_MS));
+  return (
+    <Tile title="Stats" query={stats} actions={<button type="button" className="secondary" onClick={() => pull.mutate()} disabled={pull.isPending}>Pull stats now</button>}>
+      {(d) => {
+        const sum = (f: (r: (typeof d.data)[number]) => number | null) => dates.map((dt) => d.data.filter((r) => r.day === dt).reduce((a, r) => a + (f(r) ?? 0), 0));
+        return (
+          <>
+            <Problem error={pull.error} />
+            {d.data.length === 0 ? <p className="muted">No stats stored for the last 14 days{campaigns.length ? '' : ' (no campaign yet)'}.</p> : (
+              <Suspense fallback={<p className="muted">Loading…</p>}>
+                <div className="row">
+                  <LineChart label="Spend (USD) per day" dates={dates} lines={[{ label: 'Spend (USD)', values: sum((r) => r.spend_usd) }]} />
+                  <LineChart label="Impressions per day" dates={dates} lines={[{ label: 'Impressions', values: sum((r) => r.impressions) }]} />
+                </div>
+              </Suspense>
+            )}
+          </>
+        );
+      }}
+    </Tile>
+  );
+}
+
+/** Creative experiments: one ad squad + ad per variant (control ACTIVE, the rest PAUSED), per-variant results, stop. */
+function Experiments({ accountId, campaigns, creatives }: { accountId: string; campaigns: readonly (readonly [string, string])[]; creatives: readonly (readonly [string, string])[] }) {
+  const qc = useQueryClient();
+  const key = [...useScopeKey('ad-experiments'), accountId];
+  const list = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET('/api/v1/ad-network/accounts/{accountId}/experiments', { params: { path: { accountId } } })) });
+  const [v, setV] = useState({ name: '', budget: '', campaign: '', a: '', b: '' });
+  const pick = (k: 'campaign' | 'a' | 'b', o: readonly (readonly [string, string])[], i = -1) => v[k] || (o.at(i)?.[0] ?? '');
+  const create = useMutation({
+    mutationFn: () => unwrap(api.POST('/api/v1/ad-network/accounts/{accountId}/experiments', {
+      params: { path: { accountId } },
+      body: { name: v.name, campaign_id: pick('campaign', campaigns), daily_budget_usd: Number(v.budget), variants: [{ name: 'Control', creative_id: pick('a', creatives, 0) }, { name: 'Treatment', creative_id: pick('b', creatives) }] },
+    })),
+    onSuccess: () => qc.invalidateQueries({ queryKey: key }),
+  });
+  const stop = useMutation({ mutationFn: (id: string) => unwrap(api.POST('/api/v1/ad-network/accounts/{accountId}/experiments/{id}/stop', { params: { path: { accountId, id } } })), onSuccess: () => qc.invalidateQueries({ queryKey: key }) });
+  const [open, setOpen] = useState<string | null>(null);
+  return (
+    <Tile title="Experiments" query={list}>
+      {(d) => (
+        <>
+          <form className="row" aria-label="Start experiment" onSubmit={(e) => (e.preventDefault(), create.mutate())}>
+            <label>Experiment name<input value={v.name} onChange={(e) => setV({ ...v, name: e.target.value })} /><FieldError error={create.error} fields={['name']} /></label>
+            <label>Daily budget per variant (USD)<input type="number" step="0.01" value={v.budget} onChange={(e) => setV({ ...v, budget: e.target.value })} /><FieldError error={create.error} fields={['daily_budget_usd']} /></label>
+            <Select label="Experiment campaign" value={pick('campaign', campaigns)} options={campaigns} onChange={(x) => setV({ ...v, campaign: x })} />
+            <Select label="Control creative" value={pick('a', creatives, 0)} options={creatives} onChange={(x) => setV({ ...v, a: x })} />
+            <Select label="Treatment creative" value={pick('b', creatives)} options={creatives} onChange={(x) => setV({ ...v, b: x })} />
+            <button type="submit" disabled={create.isPending}>Start experiment</button>
+          </form>
+          <Problem error={create.error ?? stop.error} />
+          <table>
+            <thead><tr><th>Experiment</th><th>Status</th><th>Variants</th><th /></tr></thead>
+            <tbody>
+              {d.data.map((x) => (
+                <tr key={x.id} aria-label={`Experiment ${x.name}`}>
+                  <td>{x.name}{x.dry_run && <span className="badge"> dry run</span>}</td>
+                  <td>{x.status}</td>
+                  <td>{x.variants.map((va) => `${va.name} (${va.role}, ${va.status})`).join(', ')}</td>
+                  <td className="row">
+                    {!x.dry_run && <button type="button" className="secondary" onClick={() => setOpen(x.id)}>Results</button>}
+                    {x.status !== 'stopped' && <button type="button" className="danger" onClick={() => stop.mutate(x.id)}>Stop</button>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {open && <Results key={open} accountId={accountId} id={open} />}
+        </>
+      )}
+    </Tile>
+  );
+}
+
+function Results({ accountId, id }: { accountId: string; id: string }) {
+  const r = useQuery({ queryKey: [...useScopeKey('ad-experiment-stats'), id], queryFn: () => unwrap(api.GET('/api/v1/ad-network/accounts/{accountId}/experiments/{id}/stats', { params: { path: { accountId, id } } })) });
+  return (
+    <Tile title="Per-variant results" query={r}>
+      {({ data }) => (
+        <table>
+          <thead><tr><th>Variant</th><th>Role</th><th>Status</th><th>Impressions</th><th>Swipes</th><th>Purchases</th><th>Spend ({data.currency})</th><th>Spend (USD)</th></tr></thead>
+          <tbody>
+            {data.variants.map((x) => (
+              <tr key={x.variant_id} aria-label={`Variant ${x.name}`}>
+                <td>{x.name}</td><td>{x.role}</td><td>{x.status}</td><td>{x.totals.impressions}</td><td>{x.totals.swipes}</td><td>{x.totals.conversion_purchases}</td>
+                <td>{usd(x.totals.spend_local_micro)}</td><td>{x.totals.spend_usd?.toFixed(2) ?? '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Tile>
   );
 }
