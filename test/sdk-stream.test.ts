@@ -137,6 +137,18 @@ describe('sdk config stream', () => {
     proxy.decide = () => undefined;
   });
 
+  it('a stream silent past the idle limit is closed and reopened', async () => {
+    proxy.decide = (s) => (s.path.startsWith(STREAM) ? { kind: 'hang' } : undefined); // no byte ever
+    const from = streamRequests().length;
+    const { client } = sdk(memoryStorage(), { timing: { requestTimeoutMs: 2000, streamIdleMs: 300 } });
+    await client.start();
+    await until(() => streamRequests().length - from >= 3, 5000, 'reconnects after each silence');
+    const tries = streamRequests().slice(from);
+    assert.ok(tries[1]!.at - tries[0]!.at >= 290, 'waited the idle limit first');
+    await client.shutdown();
+    proxy.decide = () => undefined;
+  });
+
   it('a 401 stops streaming for good; polling goes on', async () => {
     proxy.decide = (s) => (s.path.startsWith(STREAM) ? { kind: 'respond', status: 401, body: { status: 401 } } : undefined);
     const { client, errors } = sdk(memoryStorage(), { pollIntervalMs: 200 });

@@ -44,7 +44,7 @@ export interface ClientOptions {
   /** Subscribe to the config stream while in the foreground (default true); false: polling only. */
   stream?: boolean;
   /** Tests only: shorter waits. Production uses the contract's values. */
-  timing?: { retryDelaysMs?: number[]; lockRecheckMs?: number; requestTimeoutMs?: number; random?: () => number };
+  timing?: { retryDelaysMs?: number[]; lockRecheckMs?: number; requestTimeoutMs?: number; random?: () => number; streamIdleMs?: number };
 }
 
 interface Bootstrap {
@@ -238,6 +238,7 @@ export class Client {
       storage: this.o.storage,
       key: `${this.prefix}stream`,
       random: this.o.timing?.random ?? Math.random,
+      idleMs: this.o.timing?.streamIdleMs,
       // A resumed stream replays only what changed since its id: one check covers any gap.
       onOpen: (resumed) => resumed && void this.checkForUpdate(),
       onEvent: (event, data) => {

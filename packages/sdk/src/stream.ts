@@ -53,6 +53,7 @@ export class ConfigStream {
   stop(): void {
     if (!this.running) return;
     this.gen++;
+    this.open = false;
     this.abort?.();
     this.wakeWait?.();
   }
@@ -67,9 +68,10 @@ export class ConfigStream {
       } catch {
         out = {};
       }
+      // A stop() (and maybe a new start()) happened meanwhile: the fields belong to the new loop.
+      if (this.gen !== gen) return;
       this.open = false;
       this.abort = null;
-      if (this.gen !== gen) return;
       if ('stop' in out) {
         this.gen++;
         return this.d.onGiveUp(out.stop);
@@ -90,6 +92,24 @@ export class ConfigStream {
     if (this.lastId === undefined) this.lastId = await this.d.storage.getItem(this.d.key).catch(() => null);
     const ctl = new AbortController();
     this.abort = () => ctl.abort();
+    // 90 s without a byte (three missed heartbeats, or a connect never answered): a dead link.
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => ctl.abort(), this.d.idleMs ?? K.STREAM_IDLE_MS);
+      (idle as { unref?: () => void }).unref?.();
+    };
+    arm();
+    try {
+      return await this.read(gen, ctl, arm);
+    } finally {
+      clearTimeout(idle);
+      ctl.abort();
+    }
+  }
+
+  /** The request and the read loop; `arm` restarts the dead-link timer. */
+  private async read(gen: number, ctl: AbortController, arm: () => void): Promise<Outcome> {
     const resumed = !!this.lastId;
     const headers = { ...this.d.headers, accept: 'text/event-stream', ...(resumed ? { 'last-event-id': this.lastId! } : {}) };
     const res = await this.d.fetch(this.d.url, { method: 'GET', headers, signal: ctl.signal });
@@ -100,7 +120,7 @@ export class ConfigStream {
     }
     const reader = res.body?.getReader?.();
     if (!reader) return { stop: 'no streaming response body on this platform' };
-    if (this.gen !== gen) return ctl.abort(), {};
+    if (this.gen !== gen) return {};
     this.open = true;
     this.d.onOpen(resumed);
 
@@ -135,30 +155,16 @@ export class ConfigStream {
       else if (field === 'data') data += (data ? '\n' : '') + value;
       else if (field === 'retry' && /^\d+$/.test(value)) this.base = Math.max(1, Number(value));
     };
-    // 90 s without a byte (three missed heartbeats): a dead link, close it.
-    let idle: ReturnType<typeof setTimeout> | undefined;
-    const arm = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => ctl.abort(), this.d.idleMs ?? K.STREAM_IDLE_MS);
-      (idle as { unref?: () => void }).unref?.();
-    };
-    try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || this.gen !== gen) return { waitMs };
       arm();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done || this.gen !== gen) break;
-        arm();
-        buf += dec.decode(value, { stream: true });
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          line(buf.slice(0, nl).replace(/\r$/, ''));
-          buf = buf.slice(nl + 1);
-        }
+      buf += dec.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        line(buf.slice(0, nl).replace(/\r$/, ''));
+        buf = buf.slice(nl + 1);
       }
-    } finally {
-      clearTimeout(idle);
-      ctl.abort();
     }
-    return { waitMs };
   }
 }
