@@ -185,7 +185,10 @@ export class Client {
       await this.o.storage.setItem(`${this.prefix}bootstrap`, JSON.stringify(r.body));
       const wasLocked = this.locked;
       this.applyBootstrap(r.body);
-      if (this.timers.length) this.schedule(), this.syncStream();
+      if (this.timers.length) {
+        this.schedule();
+        this.syncStream(); // the first storePath may come with this answer
+      }
       if (wasLocked && !this.locked) void this.flush();
     } catch (e) {
       this.report('config_failed', `bootstrap: ${(e as Error).message}`);
