@@ -41,7 +41,7 @@ try {
   };
 
   // Data: a 200 KB paywall; two bundles of 500 remote-config items; a 100,000-item option set.
-  const blocks = Array.from({ length: 1600 }, (_, i) => ({ id: `block_${i}`, kind: 'text', text: `Feature line ${i} `.repeat(6) }));
+  const blocks = Array.from({ length: 1400 }, (_, i) => ({ id: `block_${i}`, kind: 'text', text: `Feature line ${i} `.repeat(6) }));
   const paywall = ok(await c.post('/api/v1/paywalls', { name: 'Big paywall', layout: { blocks }, plans: [{ product_id: 'pro' }], cta: { text: 'Go' } }, t.console)).body.data;
   const kb = JSON.stringify(paywall).length / 1024;
   const v1 = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`key_${i}`, { n: i, text: `value ${i}` }]));
@@ -78,7 +78,7 @@ try {
     await page.getByRole('row', { name: 'Item Big paywall' }).waitFor();
     s = performance.now();
     await page.getByRole('row', { name: 'Item Big paywall' }).getByRole('button', { name: 'Edit' }).click();
-    await page.waitForFunction(() => (document.querySelector('section[aria-label="Editor"] textarea') as HTMLTextAreaElement | null)?.value.includes('block_1599'));
+    await page.waitForFunction(() => (document.querySelector('section[aria-label="Editor"] textarea') as HTMLTextAreaElement | null)?.value.includes('block_1399'));
     res.editor.push(performance.now() - s);
     await page.context().close();
 
