@@ -77,8 +77,7 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
 
   // Scratch, grown as needed: the device's batch days (packed: definitions.ts pack) and merged days.
   let bd: Int32Array = new Int32Array(64);
-  let md: Int32Array = new Int32Array(128);
-  const minGain = new Int32Array(FLAG_COUNT);
+  const merged: MergedDays = { md: new Int32Array(128), m: 0, minNew: Infinity, minGain: new Int32Array(FLAG_COUNT) };
   const steps = new StepRows(b, dicts);
 
   const active = (list: Int32Array, from: number, to: number, start: number, seg: number, sign: number) => {
@@ -142,28 +141,8 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     const oFrom = st.daysOff[d];
     const oTo = oFrom + (existed ? st.daysLen[d] : 0);
     const old = st.days;
-    if (md.length < oTo - oFrom + k) md = new Int32Array(2 * (oTo - oFrom + k));
-    let m = 0;
-    let minNew = Infinity;
-    minGain.fill(2147483647);
-    let i = oFrom;
-    let j = 0;
-    while (i < oTo || j < k) {
-      const od = i < oTo ? dayOf(old[i]) : Infinity;
-      const bdy = j < k ? dayOf(bd[j]) : Infinity;
-      if (od < bdy) {
-        md[m++] = old[i++];
-        continue;
-      }
-      let bfl = 0;
-      while (j < k && dayOf(bd[j]) === bdy) bfl |= flagsOf(bd[j++]);
-      const stored = od === bdy;
-      const ofl = stored ? flagsOf(old[i++]) : 0;
-      if (!stored && bdy < minNew) minNew = bdy;
-      const gained = bfl & ~ofl;
-      if (gained !== 0) for (let bit = 0; bit < FLAG_COUNT; bit++) if (gained & (1 << bit) && bdy < minGain[bit]) minGain[bit] = bdy;
-      md[m++] = pack(bdy, bfl | ofl);
-    }
+    mergeDays(old, oFrom, oTo, bd, k, merged);
+    const { md, m, minNew, minGain } = merged;
 
     // 3. First event, platform and country: an earlier first event (a late event) replaces them.
     const moved = existed && fTs < st.firstTs[d];
@@ -196,7 +175,7 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
         active(md, 0, m, minNew, seg, 1);
       }
       for (let bit = 0; bit < FLAG_COUNT; bit++) {
-        if (minGain[bit] === 2147483647) continue;
+        if (minGain[bit] === NO_GAIN) continue;
         flagged(old, oFrom, oTo, bit, minGain[bit], seg, -1);
         flagged(md, 0, m, bit, minGain[bit], seg, 1);
       }
@@ -267,6 +246,49 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     steps: steps.fresh(b.rotation),
     storedSteps: steps.stored,
   };
+}
+
+/** A device's merged days (`md`, `m` of them), its first new day and per flag bit the first day gaining it (NO_GAIN: none). */
+export interface MergedDays {
+  md: Int32Array;
+  m: number;
+  minNew: number;
+  minGain: Int32Array;
+}
+
+export const NO_GAIN = 2147483647;
+
+/**
+ * Step 2 of the device pass: merges a device's stored days (`old` [from, to), packed, sorted) with
+ * the batch's (`bd` [0, k), packed, sorted by day, a day possibly repeated) into `out`.
+ */
+export function mergeDays(old: Int32Array, from: number, to: number, bd: Int32Array, k: number, out: MergedDays): void {
+  if (out.md.length < to - from + k) out.md = new Int32Array(2 * (to - from + k));
+  const md = out.md;
+  const minGain = out.minGain;
+  let m = 0;
+  let minNew = Infinity;
+  minGain.fill(NO_GAIN);
+  let i = from;
+  let j = 0;
+  while (i < to || j < k) {
+    const od = i < to ? dayOf(old[i]) : Infinity;
+    const bdy = j < k ? dayOf(bd[j]) : Infinity;
+    if (od < bdy) {
+      md[m++] = old[i++];
+      continue;
+    }
+    let bfl = 0;
+    while (j < k && dayOf(bd[j]) === bdy) bfl |= flagsOf(bd[j++]);
+    const stored = od === bdy;
+    const ofl = stored ? flagsOf(old[i++]) : 0;
+    if (!stored && bdy < minNew) minNew = bdy;
+    const gained = bfl & ~ofl;
+    if (gained !== 0) for (let bit = 0; bit < FLAG_COUNT; bit++) if (gained & (1 << bit) && bdy < minGain[bit]) minGain[bit] = bdy;
+    md[m++] = pack(bdy, bfl | ofl);
+  }
+  out.m = m;
+  out.minNew = minNew;
 }
 
 /** Retention bit by offset from the first day (definitions.ts RETENTION_DAYS; 0 for other offsets). */
