@@ -46,12 +46,14 @@ function Items({ kind }: { kind: ItemKind }) {
   const key = useScopeKey('content', kind);
   const list = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET(P(kind), { params: { query: { limit: 100 } } })) });
   const [editing, setEditing] = useState<Item | 'new' | null>(null);
+  const live = useLive(kind);
+  const releasesKey = useScopeKey('releases');
   return (
     <>
       <div className="row">
         <button type="button" onClick={() => setEditing('new')}>New {ITEM_KINDS[kind].label.toLowerCase().replace(/s$/, '')}</button>
       </div>
-      {editing && <Editor key={editing === 'new' ? 'new' : editing.id} kind={kind} item={editing === 'new' ? null : editing} onDone={() => (setEditing(null), qc.invalidateQueries({ queryKey: key }))} />}
+      {editing && <Editor key={editing === 'new' ? 'new' : editing.id} kind={kind} item={editing === 'new' ? null : editing} onDone={() => (setEditing(null), qc.invalidateQueries({ queryKey: key }), qc.invalidateQueries({ queryKey: releasesKey }))} />}
       <Tile title={ITEM_KINDS[kind].label} query={list}>
         {(d) => (
           <table>
@@ -60,7 +62,10 @@ function Items({ kind }: { kind: ItemKind }) {
               {(d.data as Item[]).map((it) => (
                 <tr key={it.id} aria-label={`Item ${it.name}`}>
                   <td>{it.name}</td>
-                  <td>{it.status === 'published' ? `published ${new Date(it.published_at!).toLocaleString()}` : 'draft'}</td>
+                  <td>
+                    {it.status === 'published' ? `published ${new Date(it.published_at!).toLocaleString()}` : 'draft'}
+                    {live && (live.ids.has(it.id) ? <span className="badge"> in version {live.version} (served now)</span> : it.status === 'published' && <span className="badge"> not in version {live.version} yet</span>)}
+                  </td>
                   <td>{new Date(it.updated_at).toLocaleString()}</td>
                   <td><button type="button" className="secondary" onClick={() => setEditing(it)}>Edit</button></td>
                 </tr>
@@ -71,6 +76,22 @@ function Items({ kind }: { kind: ItemKind }) {
       </Tile>
     </>
   );
+}
+
+const SECTION: Record<ItemKind, string> = { 'onboarding-flows': 'onboarding_flows', paywalls: 'paywalls', 'in-app-messages': 'in_app_messages' };
+
+/** The bundle version devices fetch now and the ids of this kind it carries (the Releases page's queries). */
+function useLive(kind: ItemKind) {
+  const history = useQuery({ queryKey: useScopeKey('releases'), refetchOnMount: 'always', queryFn: () => unwrap(api.GET('/api/v1/sdk/config-bundle/history', { params: { query: { limit: 100 } } })) });
+  const version = history.data?.data.find((r) => r.current)?.bundle_version ?? null;
+  const bundle = useQuery({
+    queryKey: useScopeKey('bundle', version),
+    enabled: version !== null,
+    staleTime: Infinity,
+    queryFn: () => unwrap(api.GET('/api/v1/sdk/config-bundle/history/{version}', { params: { path: { version: version! } } })),
+  });
+  if (!bundle.data) return null;
+  return { version: bundle.data.data.bundle_version, ids: new Set(Object.keys((bundle.data.data.content[SECTION[kind]] ?? {}) as object)) };
 }
 
 /** Form fields for the common parts, a JSON editor for the free-form parts of the kind. */

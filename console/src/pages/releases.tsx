@@ -15,7 +15,8 @@ export default function Releases() {
   const { role } = useWorkspace();
   const qc = useQueryClient();
   const key = useScopeKey('releases');
-  const history = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET('/api/v1/sdk/config-bundle/history', { params: { query: { limit: 100 } } })) });
+  // Always fresh on opening: what devices fetch now must not be a cached answer.
+  const history = useQuery({ queryKey: key, refetchOnMount: 'always', queryFn: () => unwrap(api.GET('/api/v1/sdk/config-bundle/history', { params: { query: { limit: 100 } } })) });
   const refresh = () => qc.invalidateQueries({ queryKey: key });
   const generate = useMutation({ mutationFn: () => unwrap(api.POST('/api/v1/sdk/config-bundle/generate')), onSuccess: refresh });
   const rollback = useMutation({
