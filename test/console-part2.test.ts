@@ -90,12 +90,11 @@ describe('console part 2', () => {
         .getByLabel('State')
         .filter({ hasText: /published \(bundle version \d+\)/ })
         .waitFor();
+      const row = page.getByRole('row', { name: `Item ${name}` });
+      await row.getByText(/in version \d+ \(served now\)/).waitFor(); // the list follows while the editor is open
       if (value === 'paywalls') await screenshot(page, 'content');
       await editor.getByRole('button', { name: 'Close' }).click();
-      await page
-        .getByRole('row', { name: `Item ${name}` })
-        .getByText(/in version \d+ \(served now\)/)
-        .waitFor();
+      await row.getByText('published').waitFor();
     }
 
     // A server validation error lands on its field: a name over 200 characters.

@@ -48,12 +48,14 @@ function Items({ kind }: { kind: ItemKind }) {
   const [editing, setEditing] = useState<Item | 'new' | null>(null);
   const live = useLive(kind);
   const releasesKey = useScopeKey('releases');
+  // Saving and publishing show in the list (and its served-version badges) while the editor stays open.
+  const refresh = () => (qc.invalidateQueries({ queryKey: key }), qc.invalidateQueries({ queryKey: releasesKey }));
   return (
     <>
       <div className="row">
         <button type="button" onClick={() => setEditing('new')}>New {ITEM_KINDS[kind].label.toLowerCase().replace(/s$/, '')}</button>
       </div>
-      {editing && <Editor key={editing === 'new' ? 'new' : editing.id} kind={kind} item={editing === 'new' ? null : editing} onDone={() => (setEditing(null), qc.invalidateQueries({ queryKey: key }), qc.invalidateQueries({ queryKey: releasesKey }))} />}
+      {editing && <Editor key={editing === 'new' ? 'new' : editing.id} kind={kind} item={editing === 'new' ? null : editing} onChanged={refresh} onDone={() => (setEditing(null), refresh())} />}
       <Tile title={ITEM_KINDS[kind].label} query={list}>
         {(d) => (
           <table>
@@ -95,7 +97,7 @@ function useLive(kind: ItemKind) {
 }
 
 /** Form fields for the common parts, a JSON editor for the free-form parts of the kind. */
-function Editor({ kind, item, onDone }: { kind: ItemKind; item: Item | null; onDone(): void }) {
+function Editor({ kind, item, onChanged, onDone }: { kind: ItemKind; item: Item | null; onChanged(): void; onDone(): void }) {
   const { role } = useWorkspace();
   const freeKeys = Object.keys(ITEM_KINDS[kind].free);
   const [saved, setSaved] = useState<Item | null>(item);
@@ -121,6 +123,7 @@ function Editor({ kind, item, onDone }: { kind: ItemKind; item: Item | null; onD
     onSuccess: (r) => {
       setSaved(r.data as Item);
       setState((r.data as Item).status === 'published' ? `published (bundle version ${(r as { bundle_version?: number }).bundle_version ?? '—'})` : 'saved (draft)');
+      onChanged();
     },
   });
   const publish = useMutation({
@@ -129,6 +132,7 @@ function Editor({ kind, item, onDone }: { kind: ItemKind; item: Item | null; onD
     onSuccess: (r) => {
       setSaved(r.data as Item);
       setState((r.data as Item).status === 'published' ? `published (bundle version ${r.bundle_version})` : `draft (bundle version ${r.bundle_version})`);
+      onChanged();
     },
   });
   const remove = useMutation({ mutationFn: () => unwrap(api.DELETE(PI(kind), { params: { path: { id: saved!.id } } })), onSuccess: onDone });
