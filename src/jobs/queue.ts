@@ -25,6 +25,9 @@ export function createJobQueue({ url, runsWorkers, onError }: { url: string; run
     schedule: runsWorkers,
   });
   let stopping = false;
+  // Resolved once every queue of the catalog exists: before that, a send inserts nothing and answers null.
+  let markStarted!: () => void;
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
   // While stopping, connections closing under pg-boss's feet are expected, not errors worth reporting.
   boss.on('error', (err) => {
     if (!stopping) onError(err);
@@ -52,6 +55,11 @@ export function createJobQueue({ url, runsWorkers, onError }: { url: string; run
         });
         if (d.cron) await boss.schedule(name, d.cron, {});
       }
+      markStarted();
+    },
+    /** Resolves once start() has created every queue (sends before that are lost). */
+    whenStarted(): Promise<void> {
+      return started;
     },
     async send<N extends JobName>(name: N, payload: JobPayload<N>, options: PgBoss.SendOptions = {}): Promise<string | null> {
       return boss.send(name, payload, options);

@@ -122,24 +122,20 @@ export function rollupJobHandler({ runner, jobs, intervalS }: { runner: RollupRu
 }
 
 /**
- * Starts the chain once the queue is up (compose runs before the queue starts); the minute
- * cron revives it if it ever breaks. Returns a stop function.
+ * Starts the chain once the queue has created its queues (compose runs before the queue starts, and
+ * pg-boss drops a send to a queue that does not exist yet); the minute cron revives it if it breaks.
+ * Returns a stop function.
  */
 export function kickRollupChain(jobs: JobQueue): () => void {
   let stopped = false;
-  const timer = setInterval(() => {
-    if (stopped) return;
-    jobs
-      .send('analytics.rollup', {}, {})
-      .then(() => {
-        stopped = true;
-        clearInterval(timer);
-      })
-      .catch(() => undefined);
-  }, 500);
-  timer.unref();
+  void jobs.whenStarted().then(async () => {
+    while (!stopped) {
+      const sent = await jobs.send('analytics.rollup', {}, {}).then(() => true, () => false);
+      if (sent) return;
+      await new Promise((r) => setTimeout(r, 500).unref());
+    }
+  });
   return () => {
     stopped = true;
-    clearInterval(timer);
   };
 }
