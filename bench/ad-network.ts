@@ -45,7 +45,13 @@ async function spawnFake() {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'tools/fake-adnetwork/main.ts'], {
     cwd: root,
-    env: { ...process.env, FAKE_ADNETWORK_PORT: String(port), FAKE_ADNETWORK_CLIENT_ID: CLIENT_ID, FAKE_ADNETWORK_CLIENT_SECRET: CLIENT_SECRET, FAKE_ADNETWORK_SEED: '7' },
+    env: {
+      ...process.env,
+      FAKE_ADNETWORK_PORT: String(port),
+      FAKE_ADNETWORK_CLIENT_ID: CLIENT_ID,
+      FAKE_ADNETWORK_CLIENT_SECRET: CLIENT_SECRET,
+      FAKE_ADNETWORK_SEED: '7',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -115,17 +121,37 @@ try {
   // The OAuth connect flow through our HTTP API, as the tests do.
   const start = await c.post('/api/v1/ad-network/connection/start', {}, t.console);
   must(start, 200, 'connection/start');
-  must(await c.post('/api/v1/ad-network/connection/callback', await authorize(start.body.data.authorize_url), t.console), 200, 'connection/callback');
-  must(await c.put(`/api/v1/admin/ad-network/apps/${t.appId}/accounts/${USD}/live-writes`, { enabled: true }, rootH), 200, 'live-writes');
+  must(
+    await c.post('/api/v1/ad-network/connection/callback', await authorize(start.body.data.authorize_url), t.console),
+    200,
+    'connection/callback',
+  );
+  must(
+    await c.put(`/api/v1/admin/ad-network/apps/${t.appId}/accounts/${USD}/live-writes`, { enabled: true }, rootH),
+    200,
+    'live-writes',
+  );
 
   // The baseline's own grant (own access token, so its per-token quota is separate from ours).
   const authz = new URL(`${fake.url}/login/oauth2/authorize`);
-  for (const [k, v] of Object.entries({ client_id: CLIENT_ID, response_type: 'code', redirect_uri: REDIRECT_URI, scope: 'snapchat-marketing-api' })) authz.searchParams.set(k, v);
+  for (const [k, v] of Object.entries({
+    client_id: CLIENT_ID,
+    response_type: 'code',
+    redirect_uri: REDIRECT_URI,
+    scope: 'snapchat-marketing-api',
+  }))
+    authz.searchParams.set(k, v);
   const { code } = await authorize(authz.toString());
   const tok = await fetch(`${fake.url}/login/oauth2/access_token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: CLIENT_ID, client_secret: CLIENT_SECRET }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: CLIENT_ID,
+      client_secret: CLIENT_SECRET,
+    }),
   }).then((r) => r.json());
   let direct429 = 0;
   const direct = async (method: string, p: string, body?: unknown): Promise<any> => {
@@ -160,7 +186,11 @@ try {
       const i = from + k;
       const one = async () => {
         const a = performance.now();
-        const r = await c.post(`${acct}/campaigns`, { name: `Bench ${i}`, status: 'ACTIVE', daily_budget_usd: 40 }, { ...t.console, 'idempotency-key': randomUUID() });
+        const r = await c.post(
+          `${acct}/campaigns`,
+          { name: `Bench ${i}`, status: 'ACTIVE', daily_budget_usd: 40 },
+          { ...t.console, 'idempotency-key': randomUUID() },
+        );
         ours.push(performance.now() - a);
         if (r.status !== 201) {
           failures++;
@@ -169,7 +199,17 @@ try {
       };
       const two = async () => {
         const a = performance.now();
-        await direct('POST', `/adaccounts/${EUR}/campaigns`, { campaigns: [{ name: `Direct ${i}`, ad_account_id: EUR, status: 'ACTIVE', start_time: new Date().toISOString(), daily_budget_micro: 40_000_000 }] });
+        await direct('POST', `/adaccounts/${EUR}/campaigns`, {
+          campaigns: [
+            {
+              name: `Direct ${i}`,
+              ad_account_id: EUR,
+              status: 'ACTIVE',
+              start_time: new Date().toISOString(),
+              daily_budget_micro: 40_000_000,
+            },
+          ],
+        });
         theirs.push(performance.now() - a);
       };
       if (i % 2) await one().then(two);
@@ -182,7 +222,18 @@ try {
   async function squads(campaignIds: string[]) {
     const now = new Date().toISOString();
     await paced(campaignIds.length, 9, async (i) => {
-      const squad = { campaign_id: campaignIds[i], name: `Squad ${i}`, status: 'ACTIVE', type: 'SNAP_ADS', billing_event: 'IMPRESSION', optimization_goal: 'SWIPES', placement_v2: { config: 'AUTOMATIC' }, daily_budget_micro: 20_000_000, start_time: now, targeting: { geos: [{ country_code: 'us' }] } };
+      const squad = {
+        campaign_id: campaignIds[i],
+        name: `Squad ${i}`,
+        status: 'ACTIVE',
+        type: 'SNAP_ADS',
+        billing_event: 'IMPRESSION',
+        optimization_goal: 'SWIPES',
+        placement_v2: { config: 'AUTOMATIC' },
+        daily_budget_micro: 20_000_000,
+        start_time: now,
+        targeting: { geos: [{ country_code: 'us' }] },
+      };
       const r = await direct('POST', `/campaigns/${campaignIds[i]}/adsquads`, { adsquads: [squad] });
       if (r.request_status !== 'SUCCESS') throw new Error(`squad setup: ${JSON.stringify(r).slice(0, 300)}`);
     });
@@ -208,13 +259,26 @@ try {
     calls.push(performance.now() - q);
     const cids = list.campaigns.map((x: any) => x.campaign.id as string);
     let rows = 0;
-    const qs = new URLSearchParams({ granularity: 'DAY', fields: STAT_FIELDS, start_time: midnightIso(from, 'America/Los_Angeles'), end_time: midnightIso(addDays(today, 1), 'America/Los_Angeles') });
+    const qs = new URLSearchParams({
+      granularity: 'DAY',
+      fields: STAT_FIELDS,
+      start_time: midnightIso(from, 'America/Los_Angeles'),
+      end_time: midnightIso(addDays(today, 1), 'America/Los_Angeles'),
+    });
     const bd = new URLSearchParams({ ...Object.fromEntries(qs), breakdown: 'adsquad', limit: '1000' });
     await sleep(1000 / 9);
     const lat = await paced(cids.length * 2, 9, async (i) => {
       const cid = cids[i >> 1];
-      if (i % 2 === 0) rows += (await direct('GET', `/campaigns/${cid}/stats?${qs}`)).timeseries_stats[0].timeseries_stat.timeseries.length;
-      else rows += (await direct('GET', `/campaigns/${cid}/stats?${bd}`)).timeseries_stats[0].timeseries_stat.breakdown_stats.adsquad.reduce((x: number, y: any) => x + y.timeseries.length, 0);
+      if (i % 2 === 0)
+        rows += (await direct('GET', `/campaigns/${cid}/stats?${qs}`)).timeseries_stats[0].timeseries_stat.timeseries
+          .length;
+      else
+        rows += (
+          await direct('GET', `/campaigns/${cid}/stats?${bd}`)
+        ).timeseries_stats[0].timeseries_stat.breakdown_stats.adsquad.reduce(
+          (x: number, y: any) => x + y.timeseries.length,
+          0,
+        );
     });
     const directMs = performance.now() - b;
     calls.push(...lat);

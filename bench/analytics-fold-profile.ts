@@ -49,7 +49,9 @@ const BASELINE: Record<string, string> = {
 const service = await spawnService({ ROLE: 'api' });
 const pool = new pg.Pool({ connectionString: service.databaseUrl, max: 2 });
 const workers = createFoldWorkers({
-  databaseUrl: service.databaseUrl, tempBuffersMb: Number(values['temp-buffers-mb']), workMemMb: Number(values['work-mem-mb']),
+  databaseUrl: service.databaseUrl,
+  tempBuffersMb: Number(values['temp-buffers-mb']),
+  workMemMb: Number(values['work-mem-mb']),
 });
 try {
   const t = await createTenant(client(service.url));
@@ -57,10 +59,20 @@ try {
   await pool.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES, ACTIVE_DAYS]);
   if (values.hinted) await pool.query(`VACUUM events`);
   await pool.query(`DELETE FROM an_rollup_state WHERE id >= $1`, [PARTS]);
-  await pool.query(`INSERT INTO an_rollup_state (id) SELECT generate_series(0, $1::int - 1) ON CONFLICT (id) DO NOTHING`, [PARTS]);
+  await pool.query(
+    `INSERT INTO an_rollup_state (id) SELECT generate_series(0, $1::int - 1) ON CONFLICT (id) DO NOTHING`,
+    [PARTS],
+  );
   const times = new Map<string, number>();
-  const store = createRollupStore(pool, { workers, parts: PARTS, parallelMin: 0, profile: (k, ms) => times.set(k, (times.get(k) ?? 0) + ms) });
-  const max = Number((await pool.query(`SELECT pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')) AS m`)).rows[0].m);
+  const store = createRollupStore(pool, {
+    workers,
+    parts: PARTS,
+    parallelMin: 0,
+    profile: (k, ms) => times.set(k, (times.get(k) ?? 0) + ms),
+  });
+  const max = Number(
+    (await pool.query(`SELECT pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')) AS m`)).rows[0].m,
+  );
   const t0 = performance.now();
   const cpu0 = { fold: process.cpuUsage(), pg: descendantsCpuMs(service.pid) };
   for (let wm = 0; wm < max; ) {
@@ -79,18 +91,27 @@ try {
   console.log({ seconds, foldCpu, pgCpu });
   const shape = ACTIVE_DAYS ? ` --active-days ${ACTIVE_DAYS}` : '';
   const hinted = values.hinted ? ', events vacuumed first' : '';
-  writeResultsSection(`analytics fold profile${ACTIVE_DAYS ? `, ${ACTIVE_DAYS} active days per device` : ''}${hinted}`, `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES}${shape} --chunk ${CHUNK} --parts ${PARTS}${values.hinted ? ' --hinted' : ''}\` · ${machine()}
-${values.hinted ? `
+  writeResultsSection(
+    `analytics fold profile${ACTIVE_DAYS ? `, ${ACTIVE_DAYS} active days per device` : ''}${hinted}`,
+    `Command: \`npm run bench:analytics-fold-profile -- --events ${EVENTS} --devices ${DEVICES}${shape} --chunk ${CHUNK} --parts ${PARTS}${values.hinted ? ' --hinted' : ''}\` · ${machine()}
+${
+  values.hinted
+    ? `
 The generated events were vacuumed before the timed fold: their pages' hint bits, and the full-page images that setting them
 writes after a checkpoint (data checksums), are paid outside it. That is the steady state, where the fold reads pages written
 since the last checkpoint; bench:analytics folds the freshly bulk-loaded backlog and pays them.
-` : `
+`
+    : `
 The first round starts with the summary of the events BRIN over the whole bulk load: the first read of its pages, which sets
 their hint bits (and, with data checksums, writes a full-page image of each after a checkpoint). The service's workers
 summarize while data arrives (bench:analytics), so there the fold's own read pays the hint bits, in both partitions at once.
-`}
+`
+}
 The fold of ${EVENTS.toLocaleString('en-US')} events (${DEVICES.toLocaleString('en-US')} devices, the bench:analytics data${
-    ACTIVE_DAYS ? ` with \`--active-days ${ACTIVE_DAYS}\`: each device active on at most ${ACTIVE_DAYS} days, one session a day` : ''}) in rounds of
+      ACTIVE_DAYS
+        ? ` with \`--active-days ${ACTIVE_DAYS}\`: each device active on at most ${ACTIVE_DAYS} days, one session a day`
+        : ''
+    }) in rounds of
 ${CHUNK.toLocaleString('en-US')}, run from this process with the service's rollup store and fold threads (${PARTS} partitions):
 **${Math.round(EVENTS / seconds).toLocaleString('en-US')} events/s** (${seconds.toFixed(1)} s). CPU: the fold threads ${us(foldCpu)} µs per event,
 PostgreSQL ${us(pgCpu)} µs per event (the 120,000 events/s target is 16.7 µs of both cores per event).
@@ -100,7 +121,8 @@ use), and the summary of the events BRIN before each round (the first read of a 
 
 | µs per event | step |
 | ---: | --- |
-${table}`);
+${table}`,
+  );
 } finally {
   await workers.close();
   await pool.end();

@@ -8,6 +8,8 @@ const bundle = readFileSync(process.env.BUNDLE_FILE!);
 const version = readFileSync(process.env.VERSION_FILE!, 'utf8');
 const app = Fastify();
 app.get('/api/v1/sdk/config-bundle', async (_req, reply) => reply.type('application/json; charset=utf-8').send(bundle));
-app.get('/api/v1/sdk/config-bundle/version', async (_req, reply) => reply.type('application/json; charset=utf-8').send(version));
+app.get('/api/v1/sdk/config-bundle/version', async (_req, reply) =>
+  reply.type('application/json; charset=utf-8').send(version),
+);
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 process.once('SIGTERM', () => app.close().then(() => process.exit(0)));

@@ -12,17 +12,44 @@ import { machine, writeResultsSection } from './lib/results.js';
 import { cpuMs, spawnScript, spawnService } from './lib/service.js';
 
 const { values } = parseArgs({
-  options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' }, kb: { type: 'string', default: '200' }, role: { type: 'string', default: 'api' } },
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '32' },
+    kb: { type: 'string', default: '200' },
+    role: { type: 'string', default: 'api' },
+  },
 });
 const duration = Number(values.duration);
 const connections = Number(values.connections);
 const targetBytes = Number(values.kb) * 1024;
 
 // Realistic-looking paywall layouts (text that compresses like real JSON, not one repeated byte).
-const WORDS = ['title', 'subtitle', 'Unlock', 'premium', 'features', 'annual', 'monthly', 'trial', 'Start', 'free', 'color', '#FF5A5F', 'image', 'https://cdn.example.com/a.png', 'badge', 'Best value'];
+const WORDS = [
+  'title',
+  'subtitle',
+  'Unlock',
+  'premium',
+  'features',
+  'annual',
+  'monthly',
+  'trial',
+  'Start',
+  'free',
+  'color',
+  '#FF5A5F',
+  'image',
+  'https://cdn.example.com/a.png',
+  'badge',
+  'Best value',
+];
 function layout(n: number, seed: number) {
   const blocks = [];
-  for (let i = 0; i < n; i++) blocks.push({ type: WORDS[(i + seed) % WORDS.length], text: `${WORDS[(i * 7 + seed) % WORDS.length]} ${WORDS[(i * 3) % WORDS.length]} ${i * 31 + seed}`, style: { size: 12 + (i % 9), weight: i % 3 ? 'bold' : 'regular' } });
+  for (let i = 0; i < n; i++)
+    blocks.push({
+      type: WORDS[(i + seed) % WORDS.length],
+      text: `${WORDS[(i * 7 + seed) % WORDS.length]} ${WORDS[(i * 3) % WORDS.length]} ${i * 31 + seed}`,
+      style: { size: 12 + (i % 9), weight: i % 3 ? 'bold' : 'regular' },
+    });
   return { blocks };
 }
 
@@ -39,7 +66,16 @@ try {
   let size = (await c.get('/api/v1/sdk/config-bundle', key)).body.data.size_bytes as number;
   for (let seed = 0; size < targetBytes; seed++) {
     const blocks = Math.max(1, Math.min(400, Math.round((targetBytes - size) / 110)));
-    const p = await c.post('/api/v1/paywalls', { name: `Paywall ${seed}`, layout: layout(blocks, seed), plans: [{ sku: `pro.${seed}`, period: 'P1M' }], cta: { text: 'Continue' } }, t.console);
+    const p = await c.post(
+      '/api/v1/paywalls',
+      {
+        name: `Paywall ${seed}`,
+        layout: layout(blocks, seed),
+        plans: [{ sku: `pro.${seed}`, period: 'P1M' }],
+        cta: { text: 'Continue' },
+      },
+      t.console,
+    );
     if (p.status !== 201) throw new Error(`create failed: ${p.status} ${p.text}`);
     await c.post(`/api/v1/paywalls/${p.body.data.id}/publish`, {}, t.console);
     size = (await c.get('/api/v1/sdk/config-bundle', key)).body.data.size_bytes;
@@ -56,7 +92,13 @@ try {
     VERSION_FILE: path.join(tmp, 'version.json'),
   });
 
-  async function load(name: string, target: { url: string; pid: number }, p: string, headers: Record<string, string>, expect: number) {
+  async function load(
+    name: string,
+    target: { url: string; pid: number },
+    p: string,
+    headers: Record<string, string>,
+    expect: number,
+  ) {
     const url = target.url;
     // Warm-up so both sides are measured hot (JIT, caches, connections).
     await autocannon({ url: url + p, connections, duration: 1, headers });
@@ -64,7 +106,15 @@ try {
     const r = await autocannon({ url: url + p, connections, duration, headers, expectBody: undefined });
     const cpuUs = ((cpuMs(target.pid) - cpu0) * 1000) / Math.max(1, r.requests.total);
     const ok = expect === 304 ? r['3xx'] : r['2xx'];
-    const row = { name, reqPerS: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, mbPerS: r.throughput.average / 1e6, cpuUs, bad: r.requests.total - ok + r.errors };
+    const row = {
+      name,
+      reqPerS: r.requests.average,
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      mbPerS: r.throughput.average / 1e6,
+      cpuUs,
+      bad: r.requests.total - ok + r.errors,
+    };
     console.log(row);
     return row;
   }
@@ -78,7 +128,15 @@ try {
     const b1 = await b();
     const b2 = await b();
     const a2 = await a();
-    const mean = (x: Row, y: Row): Row => ({ name: x.name, reqPerS: (x.reqPerS + y.reqPerS) / 2, p50: (x.p50 + y.p50) / 2, p99: (x.p99 + y.p99) / 2, mbPerS: (x.mbPerS + y.mbPerS) / 2, cpuUs: (x.cpuUs + y.cpuUs) / 2, bad: x.bad + y.bad });
+    const mean = (x: Row, y: Row): Row => ({
+      name: x.name,
+      reqPerS: (x.reqPerS + y.reqPerS) / 2,
+      p50: (x.p50 + y.p50) / 2,
+      p99: (x.p99 + y.p99) / 2,
+      mbPerS: (x.mbPerS + y.mbPerS) / 2,
+      cpuUs: (x.cpuUs + y.cpuUs) / 2,
+      bad: x.bad + y.bad,
+    });
     return [mean(a1, a2), mean(b1, b2)];
   }
   const kb = Math.round(bodyBytes / 1024);

@@ -48,7 +48,10 @@ console.log(`first load: ${firstLoad.join(', ')}: JS ${jsKb.toFixed(1)} KB gzip,
 
 // 2) service and data
 const dataDir = mkdtempSync(path.join(tmpdir(), 'console-bench-'));
-const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()), ROLLUP_INTERVAL_S: '1' }, { dataDir });
+const config = loadConfig(
+  { PORT: '0', HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()), ROLLUP_INTERVAL_S: '1' },
+  { dataDir },
+);
 const server = await startServer(config, pino({ level: 'warn' }));
 const db = new pg.Pool({ connectionString: server.databaseUrl, max: 2 });
 let browser: Browser | undefined;
@@ -58,34 +61,74 @@ try {
   console.log(`generating ${EVENTS.toLocaleString('en-US')} events for ${DEVICES.toLocaleString('en-US')} devices...`);
   let t0 = Date.now();
   await db.query(GENERATE, [t.orgId, t.appId, EVENTS, DEVICES, 0]);
-  const maxSeq = Number((await db.query(`SELECT pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')) AS m`)).rows[0].m);
+  const maxSeq = Number(
+    (await db.query(`SELECT pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')) AS m`)).rows[0].m,
+  );
   const genS = (Date.now() - t0) / 1000;
   t0 = Date.now();
   const poll = async (ok: () => Promise<boolean>) => {
     while (!(await ok())) await new Promise((r) => setTimeout(r, 500));
   };
-  await poll(async () => Number((await db.query('SELECT min(watermark) AS w FROM an_rollup_state')).rows[0].w) >= maxSeq);
-  await poll(async () => Number((await db.query(`SELECT count(*) AS n FROM an_funnel_results r JOIN an_app_versions v
-    ON v.app_id = r.app_id AND v.environment = r.environment WHERE r.version >= v.version AND r.app_id = $1`, [t.appId])).rows[0].n) >= 9);
-  console.log(`generated in ${genS.toFixed(0)} s, folded with funnel answers in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  await poll(
+    async () => Number((await db.query('SELECT min(watermark) AS w FROM an_rollup_state')).rows[0].w) >= maxSeq,
+  );
+  await poll(
+    async () =>
+      Number(
+        (
+          await db.query(
+            `SELECT count(*) AS n FROM an_funnel_results r JOIN an_app_versions v
+    ON v.app_id = r.app_id AND v.environment = r.environment WHERE r.version >= v.version AND r.app_id = $1`,
+            [t.appId],
+          )
+        ).rows[0].n,
+      ) >= 9,
+  );
+  console.log(
+    `generated in ${genS.toFixed(0)} s, folded with funnel answers in ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+  );
 
   // 3) pages
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   const pick = JSON.stringify({ orgId: t.orgId, appId: t.appId });
-  const funnels = ['onboarding', 'monetization', 'retention', 'icp_usp', 'aso', 'paid_ua', 'organic_social', 'web2app', 'feedback_loop'];
+  const funnels = [
+    'onboarding',
+    'monetization',
+    'retention',
+    'icp_usp',
+    'aso',
+    'paid_ua',
+    'organic_social',
+    'web2app',
+    'feedback_loop',
+  ];
   const pages = [
     {
-      name: 'dashboard', path: '/',
-      apis: ['/api/v1/analytics/kpis?compare=previous_period&environment=production', '/api/v1/analytics/kpis/timeseries?metrics=dau,new_users&granularity=daily&segment=overall&environment=production', '/api/v1/analytics/activity'],
-      done: () => document.querySelectorAll('section.card').length === 24 && !!document.querySelector('.chart canvas') && !!document.querySelector('.feed') && !document.querySelector('[aria-busy="true"]'),
+      name: 'dashboard',
+      path: '/',
+      apis: [
+        '/api/v1/analytics/kpis?compare=previous_period&environment=production',
+        '/api/v1/analytics/kpis/timeseries?metrics=dau,new_users&granularity=daily&segment=overall&environment=production',
+        '/api/v1/analytics/activity',
+      ],
+      done: () =>
+        document.querySelectorAll('section.card').length === 24 &&
+        !!document.querySelector('.chart canvas') &&
+        !!document.querySelector('.feed') &&
+        !document.querySelector('[aria-busy="true"]'),
     },
     {
-      name: 'funnels', path: '/funnels',
-      apis: ['/api/v1/analytics/funnels', ...funnels.map((f) => `/api/v1/analytics/funnel/${f}?environment=production`)],
+      name: 'funnels',
+      path: '/funnels',
+      apis: [
+        '/api/v1/analytics/funnels',
+        ...funnels.map((f) => `/api/v1/analytics/funnel/${f}?environment=production`),
+      ],
       done: () => document.querySelectorAll('ol.bars').length === 9 && !document.querySelector('[aria-busy="true"]'),
     },
     {
-      name: 'retention', path: '/retention',
+      name: 'retention',
+      path: '/retention',
       apis: ['/api/v1/analytics/retention?segment=overall&environment=production'],
       done: () => !!document.querySelector('table.heat tbody tr') && !document.querySelector('[aria-busy="true"]'),
     },
@@ -104,10 +147,13 @@ try {
       api.push(performance.now() - s);
 
       const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      await ctx.addInitScript(([token, chosen]) => {
-        sessionStorage.setItem('console.token', token);
-        localStorage.setItem('console.pick', chosen);
-      }, [t.token, pick]);
+      await ctx.addInitScript(
+        ([token, chosen]) => {
+          sessionStorage.setItem('console.token', token);
+          localStorage.setItem('console.pick', chosen);
+        },
+        [t.token, pick],
+      );
       const page = await ctx.newPage();
       const assets = new Set<string>();
       page.on('request', (r) => {
@@ -117,8 +163,12 @@ try {
       const start = performance.now();
       // --trace: when each request of the page went out and came back (ms from navigation).
       if (values.trace && i === RUNS - 1) {
-        page.on('request', (r) => console.log(`  ${(performance.now() - start).toFixed(0)} -> ${r.url().replace(server.url!, '')}`));
-        page.on('requestfinished', (r) => console.log(`  ${(performance.now() - start).toFixed(0)} <- ${r.url().replace(server.url!, '')}`));
+        page.on('request', (r) =>
+          console.log(`  ${(performance.now() - start).toFixed(0)} -> ${r.url().replace(server.url!, '')}`),
+        );
+        page.on('requestfinished', (r) =>
+          console.log(`  ${(performance.now() - start).toFixed(0)} <- ${r.url().replace(server.url!, '')}`),
+        );
       }
       await page.goto(`${server.url}/console${p.path}`, { waitUntil: 'commit' });
       await page.waitForFunction(p.done, undefined, { timeout: 60_000, polling: 'raf' });
@@ -132,10 +182,14 @@ try {
       await ctx.close();
     }
     console.log(p.name, { ui, api, browserOnly });
-    rows.push(`| ${p.name} | ${pageJsKb.toFixed(1)} | ${median(ui).toFixed(0)} | ${Math.max(...ui).toFixed(0)} | ${median(api).toFixed(0)} | ${median(browserOnly).toFixed(0)} | ${Math.max(...ui) < 1500 ? 'met' : 'NOT met'} |`);
+    rows.push(
+      `| ${p.name} | ${pageJsKb.toFixed(1)} | ${median(ui).toFixed(0)} | ${Math.max(...ui).toFixed(0)} | ${median(api).toFixed(0)} | ${median(browserOnly).toFixed(0)} | ${Math.max(...ui) < 1500 ? 'met' : 'NOT met'} |`,
+    );
   }
 
-  writeResultsSection('console', `Command: \`npm run bench:console -- --events ${EVENTS} --devices ${DEVICES} --runs ${RUNS}\` · ${machine()}
+  writeResultsSection(
+    'console',
+    `Command: \`npm run bench:console -- --events ${EVENTS} --devices ${DEVICES} --runs ${RUNS}\` · ${machine()}
 The machine was shared with other work while measured (load average ${loadavg()[0].toFixed(1)} at the end on 2 cores).
 
 First load (what index.html names: the entry script and its module preloads), gzip: **JS ${jsKb.toFixed(1)} KB**, CSS ${cssKb.toFixed(1)} KB
@@ -155,7 +209,8 @@ ${rows.join('\n')}
 Reading: what the console adds is the median less the two baselines: the first load's JS parsed and run, then
 three round trips in a row (index.html -> the entry script -> /me beside the page's code -> the tiles' queries, in parallel).
 On a loaded machine each step waits for a core; the figures of a quiet machine are the ones to hold against the goal.
-`);
+`,
+  );
 } finally {
   await browser?.close();
   await db.end();

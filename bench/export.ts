@@ -87,7 +87,8 @@ try {
   await db.query('ANALYZE events');
   // The stored text must be what the ingest stores (canonical JSON.stringify output), or the figures would not be representative.
   const sample = (await db.query<{ p: string }>('SELECT payload::text AS p FROM events LIMIT 1')).rows[0].p;
-  if (JSON.stringify(JSON.parse(sample)) !== sample) throw new Error(`generated payload is not canonical JSON: ${sample}`);
+  if (JSON.stringify(JSON.parse(sample)) !== sample)
+    throw new Error(`generated payload is not canonical JSON: ${sample}`);
   const genSeconds = (performance.now() - genStarted) / 1000;
   console.log(`generated ${N} events in ${genSeconds.toFixed(1)} s`);
 
@@ -114,8 +115,12 @@ try {
 
   // Best of two runs each (the machine is shared, so single runs swing with other load); peak RSS over both.
   const bestOf2 = async (format: string) => {
-    const a = await withPeakRss(service.pid, () => download(`${service.url}/api/v1/sdk/events/export/download?${q}&format=${format}`, key));
-    const b = await withPeakRss(service.pid, () => download(`${service.url}/api/v1/sdk/events/export/download?${q}&format=${format}`, key));
+    const a = await withPeakRss(service.pid, () =>
+      download(`${service.url}/api/v1/sdk/events/export/download?${q}&format=${format}`, key),
+    );
+    const b = await withPeakRss(service.pid, () =>
+      download(`${service.url}/api/v1/sdk/events/export/download?${q}&format=${format}`, key),
+    );
     return { result: a.result.seconds <= b.result.seconds ? a.result : b.result, peakMb: Math.max(a.peakMb, b.peakMb) };
   };
   const json = await bestOf2('json');
@@ -125,17 +130,24 @@ try {
 
   const bulk = await withPeakRss(service.pid, async () => {
     const started = performance.now();
-    const r = await c.post('/api/v1/sdk/events/export/bulk', { start_date: new Date(start).toISOString(), end_date: new Date(end + 1).toISOString() }, key);
+    const r = await c.post(
+      '/api/v1/sdk/events/export/bulk',
+      { start_date: new Date(start).toISOString(), end_date: new Date(end + 1).toISOString() },
+      key,
+    );
     if (r.status !== 202) throw new Error(`bulk ${r.status} ${r.text}`);
     for (;;) {
       const s = await c.get(`/api/v1/sdk/events/export/bulk/${r.body.data.id}`, key);
-      if (s.body.data.status === 'completed') return { seconds: (performance.now() - started) / 1000, record: s.body.data };
+      if (s.body.data.status === 'completed')
+        return { seconds: (performance.now() - started) / 1000, record: s.body.data };
       if (s.body.data.status === 'failed') throw new Error(`bulk failed: ${s.body.data.failure_reason}`);
       await sleep(100);
     }
   });
   console.log('bulk', bulk.result.seconds, bulk.result.record.event_count);
-  const bulkFile = await withPeakRss(service.pid, () => download(`${service.url}${bulk.result.record.download_url}`, key));
+  const bulkFile = await withPeakRss(service.pid, () =>
+    download(`${service.url}${bulk.result.record.download_url}`, key),
+  );
   const lifetimePeak = memMb(service.pid, 'VmHWM');
 
   if (json.result.lines !== N + 2) throw new Error(`JSON had ${json.result.lines - 2} events, expected ${N}`);

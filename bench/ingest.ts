@@ -14,7 +14,11 @@ import { machine, writeResultsSection } from './lib/results.js';
 import { cpuMs, descendantsCpuMs, spawnScript, spawnService } from './lib/service.js';
 
 const { values } = parseArgs({
-  options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' }, overload: { type: 'string', default: '128' } },
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '32' },
+    overload: { type: 'string', default: '128' },
+  },
 });
 const duration = Number(values.duration);
 const connections = Number(values.connections);
@@ -35,7 +39,14 @@ function envelope(i: number, now: number) {
     event_name: i % 10 === 0 ? 'session_start' : 'screen_view',
     ts_ms: now - 60_000,
     user: { anon_id: randomUUID() },
-    device: { platform: i % 2 ? 'ios' : 'android', os: '17.4', app_version: '1.2.3', sdk_version: '2.0.0', locale: 'en_US', country: 'US' },
+    device: {
+      platform: i % 2 ? 'ios' : 'android',
+      os: '17.4',
+      app_version: '1.2.3',
+      sdk_version: '2.0.0',
+      locale: 'en_US',
+      country: 'US',
+    },
     context: { session_id: randomUUID(), screen: 'home', client_seq: i },
     properties: { button: 'continue', step: i % 7, price_tier: 'b' },
     privacy: { consent: { analytics: true } },
@@ -45,7 +56,8 @@ function envelope(i: number, now: number) {
 /** A batch body whose event ids are fresh on every request. */
 function bodyFactory(size: number) {
   const now = Date.now();
-  const template = `{"batch":[${Array.from({ length: size }, (_, i) => JSON.stringify(envelope(i, now))).join(',')}]}`.split('"@ID@"');
+  const template =
+    `{"batch":[${Array.from({ length: size }, (_, i) => JSON.stringify(envelope(i, now))).join(',')}]}`.split('"@ID@"');
   const nextId = idMaker();
   return () => {
     let out = template[0];
@@ -102,7 +114,14 @@ async function idleCpu(pid: number, seconds = 5) {
   return { node: (cpuMs(pid) - n0) / seconds, pg: (descendantsCpuMs(pid) - p0) / seconds };
 }
 
-async function load(url: string, size: number, headers: Record<string, string>, pid: number, conns = connections, seconds = duration) {
+async function load(
+  url: string,
+  size: number,
+  headers: Record<string, string>,
+  pid: number,
+  conns = connections,
+  seconds = duration,
+) {
   const next = bodyFactory(size);
   const node0 = cpuMs(pid);
   const pg0 = descendantsCpuMs(pid);
@@ -129,7 +148,9 @@ async function load(url: string, size: number, headers: Record<string, string>, 
     p99: result.latency.p99,
     failed: result.non2xx + result.errors,
   };
-  const codes = Object.entries(result.statusCodeStats as Record<string, { count: number }>).filter(([code]) => !code.startsWith('2'));
+  const codes = Object.entries(result.statusCodeStats as Record<string, { count: number }>).filter(
+    ([code]) => !code.startsWith('2'),
+  );
   if (codes.length > 0) row.note = codes.map(([code, { count }]) => `${count} × ${code}`).join(', ');
   return { row, peakRss, status503: (result.statusCodeStats as Record<string, { count: number }>)['503']?.count ?? 0 };
 }
@@ -139,7 +160,14 @@ async function load(url: string, size: number, headers: Record<string, string>, 
  * time, each of `perTx` events: the store's own write (dedupe slots + COPY), or the previous design's
  * single json_to_recordset statement, for comparison.
  */
-async function rawLoad(databaseUrl: string, scope: { tenantId: string; appId: string }, perTx: number, how: 'copy' | 'json', pid: number, lanes = 4) {
+async function rawLoad(
+  databaseUrl: string,
+  scope: { tenantId: string; appId: string },
+  perTx: number,
+  how: 'copy' | 'json',
+  pid: number,
+  lanes = 4,
+) {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: lanes });
   const store = createIngestStore(pool);
   const next = rowFactory(Math.min(perTx, 500));
@@ -154,7 +182,9 @@ async function rawLoad(databaseUrl: string, scope: { tenantId: string; appId: st
         for (let n = 0; n < perTx; n += 500) writes.push({ scope, environment: 'production', rows: next(), locks: [] });
         const t0 = performance.now();
         if (how === 'copy') await store.insertGroup(writes);
-        else for (const w of writes) await pool.query(JSON_INSERT, [scope.tenantId, scope.appId, 'production', jsonRows(w.rows)]);
+        else
+          for (const w of writes)
+            await pool.query(JSON_INSERT, [scope.tenantId, scope.appId, 'production', jsonRows(w.rows)]);
         latencies.push(performance.now() - t0);
         events += writes.reduce((s, w) => s + w.rows.length, 0);
       }
@@ -196,7 +226,9 @@ function record(name: string, r: Row, pgShown = true) {
   results[name] = r;
   console.log(name, r);
   const cpu = `${r.nodeUs ? r.nodeUs.toFixed(1) : '—'} / ${pgShown ? r.pgUs.toFixed(1) : '—'}`;
-  lines.push(`| ${name} | ${fmt(r.eventsPerS)} | ${fmt(r.reqPerS)} | ${r.p50} | ${r.p99} | ${cpu} | ${r.failed}${r.note ? ` (${r.note})` : ''} |`);
+  lines.push(
+    `| ${name} | ${fmt(r.eventsPerS)} | ${fmt(r.reqPerS)} | ${r.p50} | ${r.p99} | ${cpu} | ${r.failed}${r.note ? ` (${r.note})` : ''} |`,
+  );
 }
 
 async function tenantOf(url: string) {
@@ -207,13 +239,17 @@ async function tenantOf(url: string) {
   return t;
 }
 
-const load0 = (await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ');
+const load0 = (await import('node:os'))
+  .loadavg()
+  .map((x) => x.toFixed(2))
+  .join(' ');
 let overload = { peakRss: 0, status503: 0, idleRss: 0 };
 let idle = { node: 0, pg: 0 };
 
 const bare = await spawnScript('bench/bare-ingest-server.ts', '/ready');
 try {
-  for (const size of [500, 20]) record(`bare Fastify 202 (HTTP ceiling), ${size}/batch`, (await load(bare.url, size, {}, bare.pid)).row, false);
+  for (const size of [500, 20])
+    record(`bare Fastify 202 (HTTP ceiling), ${size}/batch`, (await load(bare.url, size, {}, bare.pid)).row, false);
 } finally {
   await bare.stop();
 }
@@ -223,19 +259,35 @@ try {
   const t = await tenantOf(service.url);
   const scope = { tenantId: t.orgId, appId: t.appId };
   // The previous design wrote each SDK-size request in a transaction of its own: what that costs the database per event.
-  record('PostgreSQL straight, old json_to_recordset statement, 20/tx', await rawLoad(service.databaseUrl, scope, 20, 'json', service.pid));
-  record('PostgreSQL straight, old json_to_recordset statement, 500/tx', await rawLoad(service.databaseUrl, scope, 500, 'json', service.pid));
-  record('PostgreSQL straight, store write (COPY), 500/tx', await rawLoad(service.databaseUrl, scope, 500, 'copy', service.pid));
-  record('PostgreSQL straight, store write (COPY), 5,000/tx', await rawLoad(service.databaseUrl, scope, 5000, 'copy', service.pid));
+  record(
+    'PostgreSQL straight, old json_to_recordset statement, 20/tx',
+    await rawLoad(service.databaseUrl, scope, 20, 'json', service.pid),
+  );
+  record(
+    'PostgreSQL straight, old json_to_recordset statement, 500/tx',
+    await rawLoad(service.databaseUrl, scope, 500, 'json', service.pid),
+  );
+  record(
+    'PostgreSQL straight, store write (COPY), 500/tx',
+    await rawLoad(service.databaseUrl, scope, 500, 'copy', service.pid),
+  );
+  record(
+    'PostgreSQL straight, store write (COPY), 5,000/tx',
+    await rawLoad(service.databaseUrl, scope, 5000, 'copy', service.pid),
+  );
   const key = { 'x-api-key': t.live.public_key };
   idle = await idleCpu(service.pid);
-  for (const size of [500, 20]) record(`service, ${size}/batch, fold idle`, (await load(service.url, size, key, service.pid)).row);
+  for (const size of [500, 20])
+    record(`service, ${size}/batch, fold idle`, (await load(service.url, size, key, service.pid)).row);
   // What the events' btree (app_id, environment, ts, event_id) costs per event: export reads through it, so it stays.
   const admin = new pg.Client({ connectionString: service.databaseUrl });
   await admin.connect();
   await admin.query('DROP INDEX events_app_time_idx');
   await admin.end();
-  record('PostgreSQL straight, store write (COPY), 500/tx, without the events btree', await rawLoad(service.databaseUrl, scope, 500, 'copy', service.pid));
+  record(
+    'PostgreSQL straight, store write (COPY), 500/tx, without the events btree',
+    await rawLoad(service.databaseUrl, scope, 500, 'copy', service.pid),
+  );
 } finally {
   await service.stop();
 }
@@ -244,7 +296,8 @@ service = await spawnService({ ROLLUP_INTERVAL_S: '1' });
 try {
   const t = await tenantOf(service.url);
   const key = { 'x-api-key': t.live.public_key };
-  for (const size of [500, 20]) record(`service, ${size}/batch, fold every 1 s`, (await load(service.url, size, key, service.pid)).row);
+  for (const size of [500, 20])
+    record(`service, ${size}/batch, fold every 1 s`, (await load(service.url, size, key, service.pid)).row);
   // Overload: many more 500-event requests than the writer keeps up with; the queue bound answers 503.
   const idleRss = rssMb(service.pid);
   const o = await load(service.url, 500, key, service.pid, overloadConnections, Math.min(duration, 8));
@@ -254,7 +307,11 @@ try {
   await service.stop();
 }
 
-const ceiling = Math.max(...Object.entries(results).filter(([k]) => k.startsWith('PostgreSQL') && !k.includes('without')).map(([, r]) => r.eventsPerS));
+const ceiling = Math.max(
+  ...Object.entries(results)
+    .filter(([k]) => k.startsWith('PostgreSQL') && !k.includes('without'))
+    .map(([, r]) => r.eventsPerS),
+);
 const s500 = results['service, 500/batch, fold idle'];
 const s20 = results['service, 20/batch, fold idle'];
 const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');

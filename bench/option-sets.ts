@@ -10,7 +10,11 @@ import { machine, writeResultsSection } from './lib/results.js';
 import { spawnService } from './lib/service.js';
 
 const { values } = parseArgs({
-  options: { items: { type: 'string', default: '100000' }, duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '16' } },
+  options: {
+    items: { type: 'string', default: '100000' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '16' },
+  },
 });
 const totalItems = Number(values.items);
 const duration = Number(values.duration);
@@ -19,7 +23,48 @@ const BATCH = 5000;
 
 // Labels are two made-up words of 2-3 syllables (some accented, so the search fold does real work):
 // about 65,000 distinct words, so a typed prefix narrows the list the way real names do.
-const SYL = ['ka', 'ro', 'lin', 'mar', 'sa', 'to', 'be', 'ri', 'na', 'vel', 'do', 'gu', 'an', 'ter', 'mi', 'po', 'la', 'zen', 'qui', 'fa', 'ber', 'nor', 'cas', 'te', 'lo', 'vi', 'ra', 'dí', 'são', 'crè', 'zü', 'bó', 'gé', 'ñe', 'ôr', 'ça', 'ké', 'lú', 'mó', 'è'];
+const SYL = [
+  'ka',
+  'ro',
+  'lin',
+  'mar',
+  'sa',
+  'to',
+  'be',
+  'ri',
+  'na',
+  'vel',
+  'do',
+  'gu',
+  'an',
+  'ter',
+  'mi',
+  'po',
+  'la',
+  'zen',
+  'qui',
+  'fa',
+  'ber',
+  'nor',
+  'cas',
+  'te',
+  'lo',
+  'vi',
+  'ra',
+  'dí',
+  'são',
+  'crè',
+  'zü',
+  'bó',
+  'gé',
+  'ñe',
+  'ôr',
+  'ça',
+  'ké',
+  'lú',
+  'mó',
+  'è',
+];
 // mulberry32: a small seeded PRNG, so every run loads the same data and asks the same queries.
 let seed = 42;
 function rnd(n: number): number {
@@ -34,9 +79,19 @@ const makeWord = () => {
   return w[0]!.toUpperCase() + w.slice(1);
 };
 const LABELS = Array.from({ length: Math.max(totalItems, 3 * BATCH) }, () => `${makeWord()} ${makeWord()}`);
-const fold = (x: string) => x.normalize('NFD').replace(/\p{Diacritic}/gu, '').toLowerCase();
+const fold = (x: string) =>
+  x
+    .normalize('NFD')
+    .replace(/\p{Diacritic}/gu, '')
+    .toLowerCase();
 function item(i: number, tag = '') {
-  return { id: `b${i}`, value: `opt-${i}`, label: `${LABELS[i]}${tag}`, sort_order: i % 50, option_data: { subtitle: `Item ${i}` } };
+  return {
+    id: `b${i}`,
+    value: `opt-${i}`,
+    label: `${LABELS[i]}${tag}`,
+    sort_order: i % 50,
+    option_data: { subtitle: `Item ${i}` },
+  };
 }
 /** What users type: a prefix of a word of some label, a word and the next one's prefix, a whole label, or a miss. */
 function makeQuery(): string {
@@ -62,11 +117,15 @@ try {
   const t = await createTenant(c);
   // Each key may sync 20 times a minute: spread the loading over a few keys.
   const keys: Tenant['live'][] = [t.live, t.sandbox];
-  for (let i = 0; i < 4; i++) keys.push((await c.post('/api/v1/sdk/api-keys', { environment: 'production' }, t.console)).body.data);
+  for (let i = 0; i < 4; i++)
+    keys.push((await c.post('/api/v1/sdk/api-keys', { environment: 'production' }, t.console)).body.data);
   let turn = 0;
   async function sync(setId: string, body: unknown) {
     const k = keys[turn++ % keys.length]!;
-    const r = await c.post(`/api/v1/sdk/option-sets/${setId}/sync`, body, { 'x-api-key': k.public_key, 'x-api-secret': k.secret_key });
+    const r = await c.post(`/api/v1/sdk/option-sets/${setId}/sync`, body, {
+      'x-api-key': k.public_key,
+      'x-api-secret': k.secret_key,
+    });
     if (r.status !== 200) throw new Error(`sync failed: ${r.status} ${r.text}`);
     return r.body.data;
   }
@@ -78,10 +137,17 @@ try {
     ['merge, 5,000 new items', null, () => sync('sync-bench', { items: items(0, BATCH) })],
     ['merge, 5,000 items all relabelled', null, () => sync('sync-bench', { items: items(0, BATCH, ' v2') })],
     ['merge, 5,000 identical items (no-op)', null, () => sync('sync-bench', { items: items(0, BATCH, ' v2') })],
-    ['replace, 2,500 sent (2,500 archived)', null, () => sync('sync-bench', { mode: 'replace', items: items(0, BATCH / 2, ' v2') })],
+    [
+      'replace, 2,500 sent (2,500 archived)',
+      null,
+      () => sync('sync-bench', { mode: 'replace', items: items(0, BATCH / 2, ' v2') }),
+    ],
     [
       'merge, 5,000 relabelled in a 12,500-item set',
-      () => sync('sync-bench', { items: items(BATCH, 2 * BATCH) }).then(() => sync('sync-bench', { items: items(2 * BATCH, 3 * BATCH) })),
+      () =>
+        sync('sync-bench', { items: items(BATCH, 2 * BATCH) }).then(() =>
+          sync('sync-bench', { items: items(2 * BATCH, 3 * BATCH) }),
+        ),
       () => sync('sync-bench', { items: items(BATCH, 2 * BATCH, ' v3') }),
     ],
   ];
@@ -96,7 +162,8 @@ try {
 
   // 2. The large set, loaded through the API in 5,000-item merges.
   const [, loadS] = await timed(async () => {
-    for (let from = 0; from < totalItems; from += BATCH) await sync('big', { items: items(from, Math.min(totalItems, from + BATCH)) });
+    for (let from = 0; from < totalItems; from += BATCH)
+      await sync('big', { items: items(from, Math.min(totalItems, from + BATCH)) });
   });
   console.log(`loaded ${totalItems} items in ${loadS.toFixed(1)} s`);
   const key = { 'x-api-key': t.live.public_key };

@@ -16,7 +16,12 @@ import { parseArgs } from 'node:util';
 import pgClient from 'pg';
 import { startEmbeddedDb } from '../src/db/embedded.js';
 import { createPool } from '../src/db/pool.js';
-import { createGlobalLimiter, createSlidingWindowLimiter, RESERVATION_SHARE, type RateLimiter } from '../src/http/rate-limit.js';
+import {
+  createGlobalLimiter,
+  createSlidingWindowLimiter,
+  RESERVATION_SHARE,
+  type RateLimiter,
+} from '../src/http/rate-limit.js';
 import { createLimitStore } from '../src/http/rate-limit-store.js';
 import { createMetrics } from '../src/modules/metrics/metrics.js';
 import { createMetricsStore } from '../src/modules/metrics/store.js';
@@ -24,7 +29,13 @@ import { client, createTenant, type Tenant } from '../test/helpers/client.js';
 import { machine, writeResultsSection } from './lib/results.js';
 import { cpuMs, descendantsCpuMs, freePort } from './lib/service.js';
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' }, connections: { type: 'string', default: '16' } } });
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '16' },
+  },
+});
 /** Seconds of one round; each scenario runs `rounds` rounds of each workload, in turns. */
 const duration = Number(values.duration);
 const rounds = Number(values.rounds);
@@ -35,7 +46,9 @@ const KEYS = 100;
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-scale-'));
 const pg = await startEmbeddedDb(dataDir, await freePort(), () => undefined);
-const pgPid = Number((await import('node:fs')).readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+const pgPid = Number(
+  (await import('node:fs')).readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0],
+);
 
 interface Api {
   url: string;
@@ -47,14 +60,30 @@ async function startApi(env: Record<string, string>): Promise<Api> {
   const port = await freePort();
   const proc = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: pg.url, ROLE: 'api', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', PUBLIC_URL: 'http://bench.local', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: pg.url,
+      ROLE: 'api',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      PUBLIC_URL: 'http://bench.local',
+      ...env,
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 180_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`API exited ${proc.exitCode}`);
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > until) throw new Error('API did not come up');
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -73,7 +102,14 @@ function ingestBody(): () => string {
         event_name: i % 10 === 0 ? 'session_start' : 'screen_view',
         ts_ms: now - 60_000,
         user: { anon_id: randomUUID() },
-        device: { platform: 'ios', os: '17.4', app_version: '1.2.3', sdk_version: '2.0.0', locale: 'en_US', country: 'US' },
+        device: {
+          platform: 'ios',
+          os: '17.4',
+          app_version: '1.2.3',
+          sdk_version: '2.0.0',
+          locale: 'en_US',
+          country: 'US',
+        },
         context: { session_id: randomUUID(), screen: 'home' },
         properties: { step: i % 7 },
         privacy: { consent: { analytics: true } },
@@ -90,7 +126,10 @@ interface Run {
 }
 
 /** Load spread over the APIs (connections split evenly); the CPU of the APIs and of PostgreSQL over the run. */
-async function load(apis: Api[], opts: { path: string; method?: 'GET' | 'POST'; headers: () => Record<string, string>; body?: () => string }) {
+async function load(
+  apis: Api[],
+  opts: { path: string; method?: 'GET' | 'POST'; headers: () => Record<string, string>; body?: () => string },
+) {
   const cpu0 = apis.map((a) => cpuMs(a.pid));
   const db0 = descendantsCpuMs(pgPid) + cpuMs(pgPid);
   const runs = await Promise.all(
@@ -104,7 +143,15 @@ async function load(apis: Api[], opts: { path: string; method?: 'GET' | 'POST'; 
               method: opts.method ?? 'GET',
               connections: Math.max(1, Math.floor(connections / apis.length)),
               duration,
-              requests: [{ setupRequest: (req: any) => ({ ...req, headers: { 'content-type': 'application/json', ...opts.headers() }, body: opts.body?.() }) }],
+              requests: [
+                {
+                  setupRequest: (req: any) => ({
+                    ...req,
+                    headers: { 'content-type': 'application/json', ...opts.headers() },
+                    body: opts.body?.(),
+                  }),
+                },
+              ],
             },
             (err, r) => (err ? reject(err) : resolve({ rps: r.requests.average, ...counts, p99: r.latency.p99 })),
           );
@@ -119,7 +166,15 @@ async function load(apis: Api[], opts: { path: string; method?: 'GET' | 'POST'; 
   const apiCpuMs = apis.reduce((s, a, i) => s + cpuMs(a.pid) - cpu0[i], 0);
   const dbCpuMs = descendantsCpuMs(pgPid) + cpuMs(pgPid) - db0;
   const sum = (k: keyof Run) => runs.reduce((s, r) => s + r[k], 0);
-  return { rps: sum('rps'), ok: sum('ok'), limited: sum('limited'), other: sum('other'), p99: Math.max(...runs.map((r) => r.p99)), apiCores: apiCpuMs / 1000 / duration, dbCores: dbCpuMs / 1000 / duration };
+  return {
+    rps: sum('rps'),
+    ok: sum('ok'),
+    limited: sum('limited'),
+    other: sum('other'),
+    p99: Math.max(...runs.map((r) => r.p99)),
+    apiCores: apiCpuMs / 1000 / duration,
+    dbCores: dbCpuMs / 1000 / duration,
+  };
 }
 
 /** CPU time per ingested event: what the capacity model needs, and less distorted by a busy machine than throughput. */
@@ -136,9 +191,22 @@ type Load = Awaited<ReturnType<typeof load>>;
 /** Rounds of one scenario added up; rates and cores are averaged over the rounds at the end. */
 function add(a: Load | undefined, b: Load): Load {
   if (!a) return b;
-  return { rps: a.rps + b.rps, ok: a.ok + b.ok, limited: a.limited + b.limited, other: a.other + b.other, p99: Math.max(a.p99, b.p99), apiCores: a.apiCores + b.apiCores, dbCores: a.dbCores + b.dbCores };
+  return {
+    rps: a.rps + b.rps,
+    ok: a.ok + b.ok,
+    limited: a.limited + b.limited,
+    other: a.other + b.other,
+    p99: Math.max(a.p99, b.p99),
+    apiCores: a.apiCores + b.apiCores,
+    dbCores: a.dbCores + b.dbCores,
+  };
 }
-const avg = (l: Load): Load => ({ ...l, rps: l.rps / rounds, apiCores: l.apiCores / rounds, dbCores: l.dbCores / rounds });
+const avg = (l: Load): Load => ({
+  ...l,
+  rps: l.rps / rounds,
+  apiCores: l.apiCores / rounds,
+  dbCores: l.dbCores / rounds,
+});
 
 // Every scenario's processes run from the start, each with its own tenant; the scenarios then take
 // turns in short rounds, so a change in the machine's load falls on all of them alike.
@@ -150,18 +218,30 @@ for (const s of scenarios) {
   const t: Tenant = await createTenant(c);
   await c.patch('/api/v1/settings', { events_per_minute: 10_000_000 }, t.console);
   const keys: string[] = [];
-  for (let i = 0; i < KEYS; i++) keys.push((await c.post('/api/v1/sdk/api-keys', { environment: 'production', permissions: [] }, t.console)).body.data.public_key);
+  for (let i = 0; i < KEYS; i++)
+    keys.push(
+      (await c.post('/api/v1/sdk/api-keys', { environment: 'production', permissions: [] }, t.console)).body.data
+        .public_key,
+    );
   let k = 0;
-  setups.push({ s, apis, one: () => ({ 'x-api-key': t.live.public_key }), nextKey: () => ({ 'x-api-key': keys[k++ % keys.length] }), body: ingestBody() });
+  setups.push({
+    s,
+    apis,
+    one: () => ({ 'x-api-key': t.live.public_key }),
+    nextKey: () => ({ 'x-api-key': keys[k++ % keys.length] }),
+    body: ingestBody(),
+  });
 }
 const results = setups.map(() => ({}) as Record<'version' | 'ingest' | 'boot', Load | undefined>);
 for (const work of ['version', 'ingest', 'boot'] as const) {
   for (let r = 0; r < rounds; r++) {
     for (const [i, u] of setups.entries()) {
       const opts =
-        work === 'version' ? { path: '/api/v1/sdk/config-bundle/version', headers: u.one }
-        : work === 'ingest' ? { path: '/api/v1/ingest/events', method: 'POST' as const, headers: u.one, body: u.body }
-        : { path: '/api/v1/sdk/bootstrap', headers: u.nextKey };
+        work === 'version'
+          ? { path: '/api/v1/sdk/config-bundle/version', headers: u.one }
+          : work === 'ingest'
+            ? { path: '/api/v1/ingest/events', method: 'POST' as const, headers: u.one, body: u.body }
+            : { path: '/api/v1/sdk/bootstrap', headers: u.nextKey };
       results[i][work] = add(results[i][work], await load(u.apis, opts));
     }
   }
@@ -179,7 +259,8 @@ for (const [i, u] of setups.entries()) {
     `| ${u.s.name} | ${Math.round(version.rps)} | ${Math.round(ingest.rps * BATCH)} | ${ingest.p99} | ${ingest.apiCores.toFixed(2)} / ${ingest.dbCores.toFixed(2)} | ${usPerEvent(ingest.apiCores, ingest)} / ${usPerEvent(ingest.dbCores, ingest)} | ${Math.round(boot.rps)} (${boot.ok} ok, ${boot.limited} limited) | ${version.other + ingest.other + boot.other} |`,
   );
   // Global limits hold under load: no more bootstraps allowed than the keys' budgets (within 5%).
-  if (u.s.env.RATE_LIMITS !== 'local' && boot.ok > KEYS * 60 * 1.05) throw new Error(`bootstrap limit exceeded: ${boot.ok} > ${KEYS * 60}`);
+  if (u.s.env.RATE_LIMITS !== 'local' && boot.ok > KEYS * 60 * 1.05)
+    throw new Error(`bootstrap limit exceeded: ${boot.ok} > ${KEYS * 60}`);
 }
 
 // The two additions on a request's path, timed alone in this process (steadier than whole-service rates

@@ -16,7 +16,13 @@ import { client as http, createTenant } from '../test/helpers/client.js';
 import { machine, writeResultsSection } from './lib/results.js';
 import { spawnService } from './lib/service.js';
 
-const { values } = parseArgs({ options: { tracks: { type: 'string', default: '5000' }, queued: { type: 'string', default: '10000' }, e2e: { type: 'string', default: '20000' } } });
+const { values } = parseArgs({
+  options: {
+    tracks: { type: 'string', default: '5000' },
+    queued: { type: 'string', default: '10000' },
+    e2e: { type: 'string', default: '20000' },
+  },
+});
 const TRACKS = Number(values.tracks);
 const QUEUED = Number(values.queued);
 const E2E = Number(values.e2e);
@@ -33,7 +39,15 @@ const heap = () => {
   return process.memoryUsage().heapUsed;
 };
 const offlineClient = (storage: Storage, maxQueueBytes = 64 << 20) =>
-  createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', storage, device, fetch: offline, batchSize: 1e9, maxQueueBytes });
+  createClient({
+    apiKey: 'k',
+    baseUrl: 'http://127.0.0.1:9',
+    storage,
+    device,
+    fetch: offline,
+    batchSize: 1e9,
+    maxQueueBytes,
+  });
 
 async function trackCost(storage: Storage): Promise<number> {
   const c = offlineClient(storage);
@@ -47,7 +61,13 @@ async function trackCost(storage: Storage): Promise<number> {
 const fileDir = path.join(tmp, 'file');
 const fileUs = await trackCost(fileStorage(fileDir));
 const memUs = await trackCost(memoryStorage());
-const sample = JSON.stringify({ schema_version: 1, event_id: crypto.randomUUID(), event_name: 'paywall_view', ts_ms: Date.now(), properties: props(1) });
+const sample = JSON.stringify({
+  schema_version: 1,
+  event_id: crypto.randomUUID(),
+  event_name: 'paywall_view',
+  ts_ms: Date.now(),
+  properties: props(1),
+});
 const t0 = performance.now();
 for (let i = 0; i < TRACKS; i++) {
   await writeFile(path.join(tmp, 'raw.tmp'), sample);
@@ -70,13 +90,23 @@ const loaded = offlineClient(fileStorage(qDir));
 await loaded.track('loaded');
 const h1 = heap();
 const strings: string[] = [];
-for (let i = 0; i < QUEUED; i++) strings.push(JSON.stringify({ ...eventJson, event_id: crypto.randomUUID(), context: { ...eventJson.context, client_seq: i } }));
+for (let i = 0; i < QUEUED; i++)
+  strings.push(
+    JSON.stringify({ ...eventJson, event_id: crypto.randomUUID(), context: { ...eventJson.context, client_seq: i } }),
+  );
 const h2 = heap();
 if (loaded.queuedCount() !== QUEUED + 1 || strings.length !== QUEUED) throw new Error('queue not fully loaded');
 
 // 4. bundle size: the whole SDK (index entry) and the rule module alone, minified + gzip.
 const size = async (entry: string) => {
-  const r = await build({ entryPoints: [path.join(root, 'packages/sdk/src', entry)], bundle: true, minify: true, format: 'esm', target: 'es2020', write: false });
+  const r = await build({
+    entryPoints: [path.join(root, 'packages/sdk/src', entry)],
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    target: 'es2020',
+    write: false,
+  });
   const b = r.outputFiles[0].contents;
   return { min: b.length, gz: gzipSync(b, { level: 9 }).length };
 };
@@ -92,7 +122,12 @@ try {
   const c = http(service.url);
   const t = await createTenant(c);
   await c.patch('/api/v1/settings', { events_per_minute: 10_000_000 }, t.console);
-  const sdk = createClient({ apiKey: t.live.public_key, baseUrl: service.url, storage: fileStorage(path.join(tmp, 'e2e')), device });
+  const sdk = createClient({
+    apiKey: t.live.public_key,
+    baseUrl: service.url,
+    storage: fileStorage(path.join(tmp, 'e2e')),
+    device,
+  });
   await sdk.start();
   const s0 = performance.now();
   for (let i = 0; i < E2E; i++) await sdk.track('paywall_view', props(i));

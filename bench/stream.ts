@@ -57,7 +57,11 @@ function openStream(host: string, port: number, key: string): Conn {
     let head = true;
     let tail = '';
     socket.setEncoding('utf8');
-    socket.on('connect', () => socket.write(`GET /api/v1/sdk/config-stream HTTP/1.1\r\nHost: ${host}\r\nx-api-key: ${key}\r\naccept: text/event-stream\r\n\r\n`));
+    socket.on('connect', () =>
+      socket.write(
+        `GET /api/v1/sdk/config-stream HTTP/1.1\r\nHost: ${host}\r\nx-api-key: ${key}\r\naccept: text/event-stream\r\n\r\n`,
+      ),
+    );
     socket.on('data', (chunk: string) => {
       if (first) {
         if (head && !chunk.startsWith('HTTP/1.1 200')) return reject(new Error(chunk.split('\r\n')[0]));
@@ -86,19 +90,28 @@ try {
   const pollHeaders = { 'x-api-key': t.live.public_key };
   await autocannon({ url: poll, connections: 16, duration: 1, headers: pollHeaders });
   const cpuP0 = cpuMs(service.pid);
-  const ac = await autocannon({ url: poll, connections: 16, duration: Number(values['poll-seconds']), headers: pollHeaders });
+  const ac = await autocannon({
+    url: poll,
+    connections: 16,
+    duration: Number(values['poll-seconds']),
+    headers: pollHeaders,
+  });
   const pollUs = ((cpuMs(service.pid) - cpuP0) * 1000) / Math.max(1, ac['2xx']);
   const pollRps = ac.requests.average;
-  if (ac['2xx'] === 0) throw new Error(`version check failed: ${JSON.stringify({ non2xx: ac.non2xx, errors: ac.errors })}`);
+  if (ac['2xx'] === 0)
+    throw new Error(`version check failed: ${JSON.stringify({ non2xx: ac.non2xx, errors: ac.errors })}`);
 
   // The app's first bundle; each round then publishes the next version.
-  let version = (await c.post('/api/v1/sdk/config-bundle/generate', undefined, t.console)).body.data.bundle_version as number;
+  let version = (await c.post('/api/v1/sdk/config-bundle/generate', undefined, t.console)).body.data
+    .bundle_version as number;
   const rssBefore = rssMb(service.pid);
 
   // Open the streams.
   const t0 = performance.now();
   for (let i = 0; i < N; i += OPEN_CONCURRENCY) {
-    const batch = Array.from({ length: Math.min(OPEN_CONCURRENCY, N - i) }, () => openStream(hostname, Number(port), t.live.public_key));
+    const batch = Array.from({ length: Math.min(OPEN_CONCURRENCY, N - i) }, () =>
+      openStream(hostname, Number(port), t.live.public_key),
+    );
     await Promise.all(batch.map((b) => b.ready));
     conns.push(...batch);
   }
@@ -146,14 +159,13 @@ try {
   const rows = { p50, p99, max: lat.at(-1)!, missing };
   console.log(rows);
 
-
   // Same freshness as the stream's p99: every device polls every p99 seconds (a change waits up to one interval).
   const freshness = [p99 / 1000, 5, 60];
   const streamCores = (heartbeatUs * N) / (25_000 * 1000);
   const table = freshness
     .map((f) => {
       const rps = N / f;
-      return `| ${f.toFixed(f < 10 ? 2 : 0)} s${f === p99 / 1000 ? ' (the stream\'s p99)' : ''} | ${Math.round(rps).toLocaleString('en-US')} | ${((rps * pollUs) / 1e6).toFixed(2)} | ${(rps / pollRps * 100).toFixed(0)}% |`;
+      return `| ${f.toFixed(f < 10 ? 2 : 0)} s${f === p99 / 1000 ? " (the stream's p99)" : ''} | ${Math.round(rps).toLocaleString('en-US')} | ${((rps * pollUs) / 1e6).toFixed(2)} | ${((rps / pollRps) * 100).toFixed(0)}% |`;
     })
     .join('\n');
 
@@ -175,7 +187,10 @@ of one SDK key, opened from the bench process as raw sockets (${OPEN_CONCURRENCY
 | idle CPU per heartbeat per stream | ${heartbeatUs.toFixed(2)} µs (at 25 s: ${(streamCores * 100).toFixed(2)}% of a core for all streams) |
 | publish-to-delivery p50 / p99 / max (${ROUNDS} rounds x ${N.toLocaleString('en-US')}) | ${p50.toFixed(0)} / ${p99.toFixed(0)} / ${rows.max.toFixed(0)} ms |
 | last stream reached, per round | ${lastMs.map((m) => m.toFixed(0)).join(', ')} ms |
-| publish answered (201 of the generation) p50 | ${pct([...ackMs].sort((a, b) => a - b), 50).toFixed(0)} ms |
+| publish answered (201 of the generation) p50 | ${pct(
+      [...ackMs].sort((a, b) => a - b),
+      50,
+    ).toFixed(0)} ms |
 | service CPU per publish (generation + fan-out to all) | ${(publishCpu.reduce((a, b) => a + b, 0) / ROUNDS).toFixed(0)} ms |
 | deliveries missing after 30 s | ${missing} |
 

@@ -11,7 +11,8 @@ const server = http.createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/ready') return res.end('ok');
   if (req.method === 'GET' && req.url === '/stats') {
     const sorted = [...latencies].sort((a, b) => a - b);
-    const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : null);
+    const q = (p: number) =>
+      sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : null;
     res.setHeader('content-type', 'application/json');
     return res.end(JSON.stringify({ count, duplicates, p50: q(0.5), p99: q(0.99), max: q(1) }));
   }

@@ -46,18 +46,23 @@ function envelope(name: string, id: string) {
 
 /** Batches with fresh ids; TRIGGER_SHARE of the events are onboarding_flow_started (they go to the outbox). */
 function bodyFactory() {
-  const parts = Array.from({ length: BATCH }, (_, i) => JSON.stringify(envelope(i < BATCH * TRIGGER_SHARE ? 'onboarding_flow_started' : 'screen_view', '@ID@')));
+  const parts = Array.from({ length: BATCH }, (_, i) =>
+    JSON.stringify(envelope(i < BATCH * TRIGGER_SHARE ? 'onboarding_flow_started' : 'screen_view', '@ID@')),
+  );
   const template = `{"batch":[${parts.join(',')}]}`.split('"@ID@"');
   const prefix = randomUUID().slice(0, 8);
   let counter = 0;
   return () => {
     let out = template[0];
-    for (let i = 1; i < template.length; i++) out += `"${prefix}-0000-4000-8000-${(counter++).toString(16).padStart(12, '0')}"` + template[i];
+    for (let i = 1; i < template.length; i++)
+      out += `"${prefix}-0000-4000-8000-${(counter++).toString(16).padStart(12, '0')}"` + template[i];
     return out;
   };
 }
 
-async function stats(rxUrl: string): Promise<{ count: number; duplicates: number; p50: number | null; p99: number | null; max: number | null }> {
+async function stats(
+  rxUrl: string,
+): Promise<{ count: number; duplicates: number; p50: number | null; p99: number | null; max: number | null }> {
   return (await fetch(`${rxUrl}/stats`)).json() as never;
 }
 
@@ -70,7 +75,14 @@ try {
     const t = await createTenant(c);
     await c.patch('/api/v1/settings', { events_per_minute: 10_000_000 }, t.console);
     for (let i = 0; i < endpoints; i++) {
-      const r = await c.post('/api/v1/webhooks', { url: `${rx.url}/hook/${i}`, events: ['onboarding.started', 'onboarding.completed', 'experiment.exposure', 'user.identified'] }, t.console);
+      const r = await c.post(
+        '/api/v1/webhooks',
+        {
+          url: `${rx.url}/hook/${i}`,
+          events: ['onboarding.started', 'onboarding.completed', 'experiment.exposure', 'user.identified'],
+        },
+        t.console,
+      );
       if (r.status !== 201) throw new Error(`webhook creation failed: ${r.text}`);
     }
     return t;
@@ -82,7 +94,9 @@ try {
   const expected = EVENTS * ENDPOINTS;
   const started = performance.now();
   for (let sent = 0; sent < EVENTS; sent += 500) {
-    const batch = Array.from({ length: Math.min(500, EVENTS - sent) }, () => envelope('onboarding_flow_started', randomUUID()));
+    const batch = Array.from({ length: Math.min(500, EVENTS - sent) }, () =>
+      envelope('onboarding_flow_started', randomUUID()),
+    );
     const r = await c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': td.live.public_key });
     if (r.status !== 202) throw new Error(`ingest failed: ${r.text}`);
   }
@@ -137,7 +151,10 @@ try {
     return xs.reduce((a, r) => a + r.eventsPerS, 0) / xs.length;
   };
   const median = (sub: boolean) => {
-    const xs = runs.filter((r) => r.subscribed === sub).map((r) => r.eventsPerS).sort((a, b) => a - b);
+    const xs = runs
+      .filter((r) => r.subscribed === sub)
+      .map((r) => r.eventsPerS)
+      .sort((a, b) => a - b);
     return xs.length % 2 ? xs[(xs.length - 1) / 2] : (xs[xs.length / 2 - 1] + xs[xs.length / 2]) / 2;
   };
   const off = avg(false);
@@ -178,7 +195,10 @@ The receiver runs on the same 2 cores, so its own work (answering every delivery
 engineers' processes were also running on the machine, so single runs vary a lot — compare the averages and medians.
 
 Average: unsubscribed ${fmt(off)} events/s (baseline), subscribed ${fmt(on)} events/s = ${(ratio * 100).toFixed(1)}% of the baseline
-(medians: ${fmt(median(false))} vs ${fmt(median(true))} = ${(medianRatio * 100).toFixed(1)}%). Machine load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}.
+(medians: ${fmt(median(false))} vs ${fmt(median(true))} = ${(medianRatio * 100).toFixed(1)}%). Machine load average at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')}.
 Target: subscribed within 10% of unsubscribed (${ratio >= 0.9 ? 'met' : 'NOT met'} on this run).`,
   );
 } finally {

@@ -13,5 +13,9 @@ export function ensureSdkBuilt() {
   const built = path.join(sdk, 'dist', 'index.js');
   if (existsSync(built) && statSync(built).mtimeMs >= newest) return;
   console.log('building packages/sdk…');
-  execFileSync(process.execPath, [path.join(sdk, '..', '..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(sdk, 'tsconfig.json')], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [path.join(sdk, '..', '..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(sdk, 'tsconfig.json')],
+    { stdio: 'inherit' },
+  );
 }

@@ -21,7 +21,11 @@ function newest(dir) {
 ensureSdkBuilt();
 if (!existsSync(entry) || statSync(entry).mtimeMs < newest(path.join(root, 'src'))) {
   console.log('building…');
-  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.json')],
+    { stdio: 'inherit' },
+  );
 }
 // The web console served at /console (console/scripts/build.mjs: same missing-or-stale rule).
 const { ensureConsoleBuilt } = await import('../console/scripts/build.mjs');

@@ -17,9 +17,13 @@ const runnerArgs = args.filter((a) => a.startsWith('--test-name-pattern='));
 ensureSdkBuilt();
 if (!args.includes('--no-typecheck')) {
   console.log('type-checking…');
-  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], {
+    stdio: 'inherit',
+  });
   // The console with its workspace's own TypeScript (Vite's build does not type-check).
-  execFileSync(process.execPath, ['console/node_modules/typescript/bin/tsc', '-p', 'console/tsconfig.json'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['console/node_modules/typescript/bin/tsc', '-p', 'console/tsconfig.json'], {
+    stdio: 'inherit',
+  });
 }
 
 // npm test runs this file under tsx, so the TypeScript source imports directly.
@@ -47,8 +51,25 @@ const files = only.length
 const code = await new Promise((resolve) => {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', '--test-reporter=spec', ...runnerArgs, ...files],
-    { stdio: 'inherit', env: { ...process.env, TEST_PG_URL: pg.url, TEST_PG_PORT: String(port), LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
+    [
+      '--import',
+      'tsx',
+      '--test',
+      '--test-concurrency=2',
+      '--test-timeout=300000',
+      '--test-reporter=spec',
+      ...runnerArgs,
+      ...files,
+    ],
+    {
+      stdio: 'inherit',
+      env: {
+        ...process.env,
+        TEST_PG_URL: pg.url,
+        TEST_PG_PORT: String(port),
+        LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+      },
+    },
   );
   child.on('exit', (c) => resolve(c ?? 1));
 });

@@ -6,15 +6,27 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import { registerErrorHandling } from './http/errors.js';
-import { swaggerOptions } from './http/openapi.js';
 import { clientErrorHandler, frameworkErrors, registerJsonBodies } from './http/json-body.js';
+import { swaggerOptions } from './http/openapi.js';
 import { Problem } from './http/schemas.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const CORS_EXPOSED = ['x-request-id', 'etag', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'];
+const CORS_EXPOSED = [
+  'x-request-id',
+  'etag',
+  'retry-after',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+];
 
 /** The HTTP application: conventions shared by every route, then the capability plugins. */
-export async function buildApp({ logger, plugins, version, corsOrigins = [] }: {
+export async function buildApp({
+  logger,
+  plugins,
+  version,
+  corsOrigins = [],
+}: {
   logger: Logger;
   plugins: FastifyPluginAsync[];
   version: string;
@@ -51,7 +63,12 @@ export async function buildApp({ logger, plugins, version, corsOrigins = [] }: {
   app.addSchema(Problem);
   if (corsOrigins.length > 0) {
     // Preflights are answered before authentication; a preflight without Origin is not refused (no plain-text 400).
-    await app.register(cors, { origin: corsOrigins, strictPreflight: false, maxAge: 600, exposedHeaders: CORS_EXPOSED });
+    await app.register(cors, {
+      origin: corsOrigins,
+      strictPreflight: false,
+      maxAge: 600,
+      exposedHeaders: CORS_EXPOSED,
+    });
   }
 
   await app.register(swagger, swaggerOptions(version));

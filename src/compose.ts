@@ -78,7 +78,19 @@ import { createTenancyService } from './modules/tenancy/service.js';
 import { createTenancyStore } from './modules/tenancy/store.js';
 
 /** Wires stores, services and routes. The only place that knows every module. */
-export async function compose({ db, databaseUrl, config, jobs, logger }: { db: Db; databaseUrl: string; config: Config; jobs: JobQueue; logger: Logger }) {
+export async function compose({
+  db,
+  databaseUrl,
+  config,
+  jobs,
+  logger,
+}: {
+  db: Db;
+  databaseUrl: string;
+  config: Config;
+  jobs: JobQueue;
+  logger: Logger;
+}) {
   const globalLimits = config.rateLimits === 'global';
   const limiter = globalLimits
     ? createGlobalLimiter(createLimitStore(db), Date.now, (err) => logger.warn({ err }, 'rate limit store error'))
@@ -119,7 +131,8 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
     onSetChanged: (scope, setId) => bundles.regenerateIfReferenced(scope, setId),
     onHookError: (err, setId) => bundleLog.error({ err, setId }, 'bundle regeneration after option-set sync failed'),
     // A failed index build is not fatal (reads use SQL), but it should be seen.
-    onIndexError: (err) => logger.child({ module: 'option-sets' }).error({ err }, 'option-set search index build failed'),
+    onIndexError: (err) =>
+      logger.child({ module: 'option-sets' }).error({ err }, 'option-set search index build failed'),
     recordChange: configChanges.record,
   });
   // Config bundles and the content behind them (flows, paywalls, messages, remote config, flags).
@@ -140,7 +153,13 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
   const rates = createExchangeRateService({ store: createExchangeRateStore(db) });
   await rates.init();
   // Ad network (OAuth connection, campaign management, stats sync, experiments); its limiter is injectable.
-  const adNetwork = createAdNetworkModule({ db, config, activity, rates, limiter: globalLimits ? createPgAdNetworkLimiter(db) : undefined });
+  const adNetwork = createAdNetworkModule({
+    db,
+    config,
+    activity,
+    rates,
+    limiter: globalLimits ? createPgAdNetworkLimiter(db) : undefined,
+  });
   const adNetworkLog = logger.child({ module: 'ad-network' });
   // Shared by webhooks and export callbacks: one pool, one private-target policy.
   const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
@@ -188,14 +207,27 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
 
   // Analytics: a self-rescheduling fold job feeds the rollups the dashboard endpoints read.
   // Its rounds run in one thread per partition, on their own connections (fold/workers.ts).
-  const foldWorkers = createFoldWorkers({ databaseUrl, tempBuffersMb: config.foldTempBuffersMb, workMemMb: config.foldWorkMemMb });
+  const foldWorkers = createFoldWorkers({
+    databaseUrl,
+    tempBuffersMb: config.foldTempBuffersMb,
+    workMemMb: config.foldWorkMemMb,
+  });
   const rollups = createRollupRunner({
-    store: createRollupStore(db, { workers: foldWorkers, parts: config.foldPartitions, parallelMin: config.foldParallelMin }),
+    store: createRollupStore(db, {
+      workers: foldWorkers,
+      parts: config.foldPartitions,
+      parallelMin: config.foldParallelMin,
+    }),
     chunkSize: config.foldChunk,
     catchUpMin: config.foldParallelMin,
   });
   const analyticsRead = createAnalyticsReadModel(db);
-  const funnels = createFunnelAnswers({ db, read: analyticsRead, store: createFunnelStore(db), refreshS: config.funnelRefreshS });
+  const funnels = createFunnelAnswers({
+    db,
+    read: analyticsRead,
+    store: createFunnelStore(db),
+    refreshS: config.funnelRefreshS,
+  });
   const analytics = createAnalyticsService({ read: analyticsRead, runner: rollups, funnels });
   const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
   let refreshing: Promise<unknown> = Promise.resolve();
@@ -203,7 +235,11 @@ export async function compose({ db, databaseUrl, config, jobs, logger }: { db: D
 
   // Operations endpoints (/livez, /readyz, /metrics): every role serves them; metrics first, its hooks see every route.
   const lifecycle = createLifecycle();
-  const metrics = createMetrics({ db, store: createMetricsStore(db), onError: (err) => logger.warn({ err }, 'metrics read failed') });
+  const metrics = createMetrics({
+    db,
+    store: createMetricsStore(db),
+    onError: (err) => logger.warn({ err }, 'metrics read failed'),
+  });
   const opsPlugins: FastifyPluginAsync[] = [
     ...(config.metricsEnabled ? [metricsRoutes({ metrics, token: config.metricsToken })] : []),
     healthRoutes({ db, version: config.version, lifecycle }),

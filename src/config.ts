@@ -99,7 +99,10 @@ function int(env: Env, name: string, def: number, min: number, max: number): num
 }
 
 function list(raw: string | undefined): string[] {
-  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function origins(raw: string | undefined): string[] {
@@ -109,7 +112,10 @@ function origins(raw: string | undefined): string[] {
     try {
       ok = new URL(o).origin === o;
     } catch {}
-    if (!ok) throw new ConfigError(`CORS_ORIGINS must list origins such as https://console.example.com (no path, no trailing slash), got "${o}"`);
+    if (!ok)
+      throw new ConfigError(
+        `CORS_ORIGINS must list origins such as https://console.example.com (no path, no trailing slash), got "${o}"`,
+      );
   }
   return given;
 }
@@ -129,7 +135,9 @@ function loadEncryptionKey(env: Env, dataDir: string): Buffer {
     writeFileSync(file, key.toString('hex'), { mode: 0o600 });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new ConfigError(`DATA_DIR ${dataDir} is not writable (${code}): set DATA_DIR to a writable directory, or ENCRYPTION_KEY`);
+    throw new ConfigError(
+      `DATA_DIR ${dataDir} is not writable (${code}): set DATA_DIR to a writable directory, or ENCRYPTION_KEY`,
+    );
   }
   return key;
 }
@@ -143,7 +151,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('WEBHOOK_RETRY_SCHEDULE must be a comma list of seconds (0..604800)');
   }
   const rateLimits = env.RATE_LIMITS ?? 'global';
-  if (rateLimits !== 'global' && rateLimits !== 'local') throw new ConfigError(`RATE_LIMITS must be global or local, got "${rateLimits}"`);
+  if (rateLimits !== 'global' && rateLimits !== 'local')
+    throw new ConfigError(`RATE_LIMITS must be global or local, got "${rateLimits}"`);
   const oidcIssuer = env.OIDC_ISSUER;
   if (oidcIssuer && !env.OIDC_JWKS_URL) throw new ConfigError('OIDC_JWKS_URL is required with OIDC_ISSUER');
   const port = int(env, 'PORT', 3000, 0, 65535);

@@ -17,7 +17,10 @@ export interface RunningServer {
 }
 
 /** Start-up order: database -> migrations -> services -> jobs -> HTTP. */
-export async function startServer(config: Config, logger: Logger = pino({ level: config.logLevel })): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  logger: Logger = pino({ level: config.logLevel }),
+): Promise<RunningServer> {
   let embedded: EmbeddedDb | undefined;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -28,7 +31,11 @@ export async function startServer(config: Config, logger: Logger = pino({ level:
   await migrate(db, (m) => logger.info(m));
   await ensureEventPartitions(db);
 
-  const jobs = createJobQueue({ url: databaseUrl, runsWorkers: config.runsWorkers, onError: (err) => logger.error({ err }, 'job queue error') });
+  const jobs = createJobQueue({
+    url: databaseUrl,
+    runsWorkers: config.runsWorkers,
+    onError: (err) => logger.error({ err }, 'job queue error'),
+  });
   const { plugins, opsPlugins, jobHandlers, drain, close } = await compose({ db, databaseUrl, config, jobs, logger });
   await jobs.start(jobHandlers);
 

@@ -41,12 +41,26 @@ const keys = (o: object) => Object.keys(o).sort();
 const union = (...xs: string[][]) => [...new Set(xs.flat())].sort();
 
 /** Asserts an object answered for a documented request has exactly the documented fields. */
-function assertShape(item: string, got: Record<string, unknown>, request: Record<string, unknown>, readOnly: string[] = []) {
+function assertShape(
+  item: string,
+  got: Record<string, unknown>,
+  request: Record<string, unknown>,
+  readOnly: string[] = [],
+) {
   const d = docFields(item);
-  const expected = union(['id'], d.required, d.optional.filter((k) => k in request), d.echo ? Object.keys(request) : []);
+  const expected = union(
+    ['id'],
+    d.required,
+    d.optional.filter((k) => k in request),
+    d.echo ? Object.keys(request) : [],
+  );
   const extra = keys(got).filter((k) => !expected.includes(k) && !readOnly.includes(k));
   assert.deepEqual(extra, [], `${item}: fields the reference does not document: ${extra}`);
-  assert.deepEqual(expected.filter((k) => !(k in got)), [], `${item}: documented fields missing`);
+  assert.deepEqual(
+    expected.filter((k) => !(k in got)),
+    [],
+    `${item}: documented fields missing`,
+  );
   for (const [k, v] of Object.entries(d.values)) assert.equal(got[k], v, `${item}.${k}`);
 }
 
@@ -59,13 +73,20 @@ function documented(name: string, plural: string, fill: Record<string, unknown>)
 
 describe('ad network reference: the checked-in copy', () => {
   it('equals the reference (every JSON example, in order, and every prose shape verbatim)', () => {
-    assert.ok(existsSync(REFERENCE),
+    assert.ok(
+      existsSync(REFERENCE),
       `The network reference is missing at ${REFERENCE}. The contract test checks its copy (tools/fake-adnetwork/documented.json) against it: ` +
-      'put shared/ beside the clone (../shared/adnetwork-api.md) or set ADNETWORK_API_REF to the file.');
+        'put shared/ beside the clone (../shared/adnetwork-api.md) or set ADNETWORK_API_REF to the file.',
+    );
     const text = readFileSync(REFERENCE, 'utf8');
     const blocks = [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]));
-    assert.deepEqual(blocks, Object.values(ex), 'the reference examples changed: update tools/fake-adnetwork/documented.json and the fake');
-    for (const [name, snippet] of Object.entries(DOC.shapes)) assert.ok(text.includes(snippet), `shape "${name}" is no longer in the reference: ${snippet}`);
+    assert.deepEqual(
+      blocks,
+      Object.values(ex),
+      'the reference examples changed: update tools/fake-adnetwork/documented.json and the fake',
+    );
+    for (const [name, snippet] of Object.entries(DOC.shapes))
+      assert.ok(text.includes(snippet), `shape "${name}" is no longer in the reference: ${snippet}`);
   });
 });
 
@@ -77,7 +98,10 @@ describe('fake ad network: documented objects and answers', () => {
   const api = async (p: string, init: { method?: string; body?: unknown; form?: FormData } = {}) => {
     const res = await fetch(p.startsWith('http') ? p : `${fake.apiUrl}${p}`, {
       method: init.method ?? 'GET',
-      headers: { authorization: `Bearer ${token.access_token}`, ...(init.body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${token.access_token}`,
+        ...(init.body ? { 'content-type': 'application/json' } : {}),
+      },
       body: init.form ?? (init.body ? JSON.stringify(init.body) : undefined),
     });
     const text = await res.text();
@@ -88,12 +112,26 @@ describe('fake ad network: documented objects and answers', () => {
   before(async () => {
     fake = await startFakeAdNetwork({ seed: 3, tokenRps: 1000, appRps: 1000 });
     acct = fake.accounts.usd;
-    const q = new URLSearchParams({ client_id: fake.clientId, redirect_uri: 'https://x.example/cb', response_type: 'code', scope: 'snapchat-marketing-api', state: 's' });
-    const code = new URL((await fetch(`${fake.authUrl}/authorize?${q}`, { redirect: 'manual' })).headers.get('location')!).searchParams.get('code')!;
+    const q = new URLSearchParams({
+      client_id: fake.clientId,
+      redirect_uri: 'https://x.example/cb',
+      response_type: 'code',
+      scope: 'snapchat-marketing-api',
+      state: 's',
+    });
+    const code = new URL(
+      (await fetch(`${fake.authUrl}/authorize?${q}`, { redirect: 'manual' })).headers.get('location')!,
+    ).searchParams.get('code')!;
     const res = await fetch(`${fake.authUrl}/access_token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', client_id: fake.clientId, client_secret: fake.clientSecret, code, redirect_uri: 'https://x.example/cb' }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+        code,
+        redirect_uri: 'https://x.example/cb',
+      }).toString(),
     });
     token = await res.json();
   });
@@ -104,10 +142,12 @@ describe('fake ad network: documented objects and answers', () => {
     const orgs = await api('/me/organizations?with_ad_accounts=true');
     const org = orgs.body.organizations[0].organization;
     assert.deepEqual(keys(org), keys(ex.organizations.organizations[0].organization));
-    for (const a of org.ad_accounts) assert.deepEqual(keys(a), keys(ex.organizations.organizations[0].organization.ad_accounts[0]));
+    for (const a of org.ad_accounts)
+      assert.deepEqual(keys(a), keys(ex.organizations.organizations[0].organization.ad_accounts[0]));
     const accts = await api(`/organizations/${org.id}/adaccounts`);
     assert.deepEqual(keys(accts.body), keys(ex.adaccounts).concat('paging').sort());
-    for (const a of accts.body.adaccounts) assert.deepEqual(keys(a.adaccount), keys(ex.adaccounts.adaccounts[0].adaccount));
+    for (const a of accts.body.adaccounts)
+      assert.deepEqual(keys(a.adaccount), keys(ex.adaccounts.adaccounts[0].adaccount));
     const undocumented = await api(`/adaccounts/${acct}`);
     assert.equal(undocumented.status, 404, 'GET /adaccounts/{id} is not documented');
     assert.deepEqual(keys(undocumented.body), keys(ex.request_error));
@@ -121,11 +161,19 @@ describe('fake ad network: documented objects and answers', () => {
     assertShape('campaign', cp.body.campaigns[0].campaign, campaignReq);
     ids.campaign = cp.body.campaigns[0].campaign.id;
 
-    const squadReq = documented('adsquad_request', 'adsquads', { campaign_id: ids.campaign, status: 'ACTIVE', start_time: new Date().toISOString() });
+    const squadReq = documented('adsquad_request', 'adsquads', {
+      campaign_id: ids.campaign,
+      status: 'ACTIVE',
+      start_time: new Date().toISOString(),
+    });
     const sq = await post(`/campaigns/${ids.campaign}/adsquads`, { adsquads: [squadReq] });
     assert.equal(sq.status, 200, JSON.stringify(sq.body));
     assertShape('adsquad', sq.body.adsquads[0].adsquad, squadReq);
-    assert.equal(sq.body.adsquads[0].adsquad.ad_account_id, undefined, 'an ad squad names its campaign, not its ad account');
+    assert.equal(
+      sq.body.adsquads[0].adsquad.ad_account_id,
+      undefined,
+      'an ad squad names its campaign, not its ad account',
+    );
     ids.squad = sq.body.adsquads[0].adsquad.id;
     const got = await api(`/adsquads/${ids.squad}`);
     assertShape('adsquad', got.body.adsquads[0].adsquad, squadReq);
@@ -142,24 +190,39 @@ describe('fake ad network: documented objects and answers', () => {
     assert.deepEqual(keys(up.body.result), keys(ex.upload_response.result));
     assert.equal((await api(`/media/${ids.media}`)).body.media[0].media.media_status, 'READY');
 
-    const creativeReq = documented('creative_request', 'creatives', { ad_account_id: acct, top_snap_media_id: ids.media, profile_properties: { profile_id: 'p-1' } });
+    const creativeReq = documented('creative_request', 'creatives', {
+      ad_account_id: acct,
+      top_snap_media_id: ids.media,
+      profile_properties: { profile_id: 'p-1' },
+    });
     const cr = await post(`/adaccounts/${acct}/creatives`, { creatives: [creativeReq] });
     assert.equal(cr.status, 200, JSON.stringify(cr.body));
     assertShape('creative', cr.body.creatives[0].creative, creativeReq);
     ids.creative = cr.body.creatives[0].creative.id;
 
-    const adReq = documented('ad_request', 'ads', { ad_squad_id: ids.squad, creative_id: ids.creative, status: 'ACTIVE' });
+    const adReq = documented('ad_request', 'ads', {
+      ad_squad_id: ids.squad,
+      creative_id: ids.creative,
+      status: 'ACTIVE',
+    });
     const ad = await post(`/adsquads/${ids.squad}/ads`, { ads: [adReq] });
     assert.equal(ad.status, 200, JSON.stringify(ad.body));
     assertShape('ad', ad.body.ads[0].ad, adReq, ['delivery_status']);
     assert.equal(ad.body.ads[0].ad.ad_account_id, undefined, 'an ad names its ad squad, not its ad account');
     ids.ad = ad.body.ads[0].ad.id;
     fake.disapproveAd(ids.ad, ['Policy']);
-    assertShape('ad', { ...(await api(`/ads/${ids.ad}`)).body.ads[0].ad, review_status: 'PENDING' }, adReq, ['delivery_status', 'review_status_reasons']);
+    assertShape('ad', { ...(await api(`/ads/${ids.ad}`)).body.ads[0].ad, review_status: 'PENDING' }, adReq, [
+      'delivery_status',
+      'review_status_reasons',
+    ]);
   });
 
   it('drops fields the reference does not document instead of echoing them', async () => {
-    const req = documented('adsquad_request', 'adsquads', { campaign_id: ids.campaign, ad_account_id: acct, colour: 'red' });
+    const req = documented('adsquad_request', 'adsquads', {
+      campaign_id: ids.campaign,
+      ad_account_id: acct,
+      colour: 'red',
+    });
     const sq = await post(`/campaigns/${ids.campaign}/adsquads`, { adsquads: [req] });
     assert.equal(sq.body.adsquads[0].sub_request_status, 'SUCCESS');
     assert.equal(sq.body.adsquads[0].adsquad.ad_account_id, undefined);
@@ -168,7 +231,9 @@ describe('fake ad network: documented objects and answers', () => {
 
   it('stats: DAY and TOTAL series, and breakdowns that hold only the children, paged with limit', async () => {
     // 50 more squads under the campaign (one batch), so a breakdown page of 50 has a next page.
-    const more = Array.from({ length: 50 }, (_, i) => documented('adsquad_request', 'adsquads', { campaign_id: ids.campaign, name: `B${i}` }));
+    const more = Array.from({ length: 50 }, (_, i) =>
+      documented('adsquad_request', 'adsquads', { campaign_id: ids.campaign, name: `B${i}` }),
+    );
     assert.equal((await post(`/campaigns/${ids.campaign}/adsquads`, { adsquads: more })).status, 200);
     const docStat = ex.day_stats.timeseries_stats[0].timeseries_stat;
     const fields = Object.keys(docStat.timeseries[0].stats).join(',');
@@ -180,7 +245,10 @@ describe('fake ad network: documented objects and answers', () => {
     assert.equal(own.status, 200, JSON.stringify(own.body));
     assert.deepEqual(keys(own.body), keys(ex.day_stats));
     const ts = own.body.timeseries_stats[0].timeseries_stat;
-    assert.deepEqual(keys(ts).filter((k) => k !== 'finalized_data_end_time'), keys(docStat));
+    assert.deepEqual(
+      keys(ts).filter((k) => k !== 'finalized_data_end_time'),
+      keys(docStat),
+    );
     assert.equal(ts.type, 'CAMPAIGN');
     assert.equal(ts.timeseries.length, 2);
     for (const row of ts.timeseries) {
@@ -207,7 +275,10 @@ describe('fake ad network: documented objects and answers', () => {
 
     const total = await api(`/campaigns/${ids.campaign}/stats?granularity=TOTAL&${win}`);
     const tstat = total.body.total_stats[0].total_stat;
-    assert.deepEqual(keys(tstat).filter((k) => !['finalized_data_end_time', 'start_time', 'end_time'].includes(k)), union(docFields('total_stat', 'total_stats').required));
+    assert.deepEqual(
+      keys(tstat).filter((k) => !['finalized_data_end_time', 'start_time', 'end_time'].includes(k)),
+      union(docFields('total_stat', 'total_stats').required),
+    );
     assert.equal(tstat.granularity, 'TOTAL');
     const tb = await api(`/campaigns/${ids.campaign}/stats?granularity=TOTAL&${win}&breakdown=adsquad`);
     const tbs = tb.body.total_stats[0].total_stat;
@@ -216,16 +287,22 @@ describe('fake ad network: documented objects and answers', () => {
   });
 
   it('stats rules: local midnight for DAY, limit only with breakdown (E1008)', async () => {
-    const notMidnight = await api(`/campaigns/${ids.campaign}/stats?granularity=DAY&start_time=2026-01-01T00:00:00Z&end_time=2026-01-02T00:00:00Z`);
+    const notMidnight = await api(
+      `/campaigns/${ids.campaign}/stats?granularity=DAY&start_time=2026-01-01T00:00:00Z&end_time=2026-01-02T00:00:00Z`,
+    );
     assert.equal(notMidnight.status, 400);
     assert.deepEqual(keys(notMidnight.body), keys(ex.request_error));
     assert.match(notMidnight.body.debug_message, /start of day \(00:00:00\) for the account's timezone/);
-    const e1008 = await api(`/campaigns/${ids.campaign}/stats?granularity=DAY&start_time=2026-01-01T00:00:00-08:00&end_time=2026-01-02T00:00:00-08:00&limit=50`);
+    const e1008 = await api(
+      `/campaigns/${ids.campaign}/stats?granularity=DAY&start_time=2026-01-01T00:00:00-08:00&end_time=2026-01-02T00:00:00-08:00&limit=50`,
+    );
     assert.equal(e1008.body.error_code, 'E1008');
   });
 
   it('paging of lists, request and item errors, deletes', async () => {
-    const items = Array.from({ length: 55 }, (_, i) => documented('campaign_request', 'campaigns', { ad_account_id: acct, name: `P${i}` }));
+    const items = Array.from({ length: 55 }, (_, i) =>
+      documented('campaign_request', 'campaigns', { ad_account_id: acct, name: `P${i}` }),
+    );
     await post(`/adaccounts/${acct}/campaigns`, { campaigns: items });
     assert.equal((await api(`/adaccounts/${acct}/campaigns?limit=49`)).status, 400);
     assert.equal((await api(`/adaccounts/${acct}/campaigns?limit=1001`)).status, 400);
@@ -241,7 +318,9 @@ describe('fake ad network: documented objects and answers', () => {
     const missing = await api('/campaigns/00000000-0000-4000-8000-000000000000');
     assert.equal(missing.status, 404);
     assert.deepEqual(keys(missing.body), keys(ex.request_error));
-    const bad = await post(`/adaccounts/${acct}/campaigns`, { campaigns: [{ name: 'no start', ad_account_id: acct, status: 'PAUSED' }] });
+    const bad = await post(`/adaccounts/${acct}/campaigns`, {
+      campaigns: [{ name: 'no start', ad_account_id: acct, status: 'PAUSED' }],
+    });
     assert.deepEqual(keys(bad.body), keys(ex.item_error));
     assert.deepEqual(keys(bad.body.campaigns[0]), keys(ex.item_error.campaigns[0]));
     assert.equal(bad.body.request_status, 'ERROR');

@@ -6,7 +6,16 @@ import { createExchangeRateService } from '../src/modules/exchange-rates/service
 import { createExchangeRateStore } from '../src/modules/exchange-rates/store.js';
 import { AppError } from '../src/http/errors.js';
 import type { FakeAdNetwork } from '../tools/fake-adnetwork/server.js';
-import { acctPath, authorize, connect, setLive, setRate, startWithFake, superAdmin, writesTo } from './helpers/ad-network.js';
+import {
+  acctPath,
+  authorize,
+  connect,
+  setLive,
+  setRate,
+  startWithFake,
+  superAdmin,
+  writesTo,
+} from './helpers/ad-network.js';
 import { createTenant, type Client, type Tenant } from './helpers/client.js';
 import type { TestServer } from './helpers/server.js';
 
@@ -69,22 +78,38 @@ describe('ad network: connection', () => {
 
     // Tokens are encrypted at rest.
     const grant = [...fake.world.grants.values()].at(-1)!;
-    const { rows } = await server.db.query('SELECT refresh_token_enc, access_token_enc FROM ad_network_connections WHERE app_id = $1', [t.appId]);
+    const { rows } = await server.db.query(
+      'SELECT refresh_token_enc, access_token_enc FROM ad_network_connections WHERE app_id = $1',
+      [t.appId],
+    );
     assert.ok(rows[0].refresh_token_enc.length > 28);
     assert.ok(!rows[0].refresh_token_enc.toString('latin1').includes(grant.refreshToken));
     assert.ok(!rows[0].refresh_token_enc.toString('latin1').includes('rt_'));
   });
 
   it('refreshes the access token before it expires', async () => {
-    const { rows: [before] } = await server.db.query('SELECT access_token_enc FROM ad_network_connections WHERE app_id = $1', [t.appId]);
+    const {
+      rows: [before],
+    } = await server.db.query('SELECT access_token_enc FROM ad_network_connections WHERE app_id = $1', [t.appId]);
     // 30 s left of a 3600 s token: inside the refresh margin.
-    await server.db.query(`UPDATE ad_network_connections SET access_expires_at = now() + interval '30 seconds' WHERE app_id = $1`, [t.appId]);
+    await server.db.query(
+      `UPDATE ad_network_connections SET access_expires_at = now() + interval '30 seconds' WHERE app_id = $1`,
+      [t.appId],
+    );
     const refreshes = fake.world.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
     const orgs = await c.get('/api/v1/ad-network/organizations', t.console);
     assert.equal(orgs.status, 200, orgs.text);
     assert.equal(orgs.body.data[0].name, 'Hooli Inc');
-    assert.equal(fake.world.tokenRequests.filter((r) => r.grant_type === 'refresh_token' && r.status === 200).length, refreshes + 1);
-    const { rows: [after] } = await server.db.query('SELECT access_token_enc, access_expires_at FROM ad_network_connections WHERE app_id = $1', [t.appId]);
+    assert.equal(
+      fake.world.tokenRequests.filter((r) => r.grant_type === 'refresh_token' && r.status === 200).length,
+      refreshes + 1,
+    );
+    const {
+      rows: [after],
+    } = await server.db.query(
+      'SELECT access_token_enc, access_expires_at FROM ad_network_connections WHERE app_id = $1',
+      [t.appId],
+    );
     assert.ok(!before.access_token_enc.equals(after.access_token_enc));
     assert.ok(after.access_expires_at.getTime() > Date.now() + 3000_000);
     assert.ok(!fake.world.requests.some((r) => r.status === 401), 'no call went out with the stale token');
@@ -93,7 +118,12 @@ describe('ad network: connection', () => {
   it('documents the management API in OpenAPI', async () => {
     const doc = await c.get('/docs/json');
     assert.equal(doc.status, 200);
-    for (const p of ['/api/v1/ad-network/connection/start', '/api/v1/ad-network/accounts/{accountId}/campaigns', '/api/v1/ad-network/accounts/{accountId}/experiments/{id}/stats', '/api/v1/admin/ad-network/apps/{appId}/accounts/{accountId}/live-writes']) {
+    for (const p of [
+      '/api/v1/ad-network/connection/start',
+      '/api/v1/ad-network/accounts/{accountId}/campaigns',
+      '/api/v1/ad-network/accounts/{accountId}/experiments/{id}/stats',
+      '/api/v1/admin/ad-network/apps/{appId}/accounts/{accountId}/live-writes',
+    ]) {
       assert.ok(doc.body.paths[p], p);
     }
   });
@@ -113,7 +143,11 @@ describe('ad network: writes', () => {
     assert.equal(dry.body.data.dry_run, true);
     assert.match(dry.body.data.object.id, /^dryrun-/);
     assert.equal(writesTo(fake, 'POST', /campaigns$/).length, n, 'nothing sent');
-    const forbidden = await c.put(`/api/v1/admin/ad-network/apps/${t.appId}/accounts/${USD}/live-writes`, { enabled: true }, t.console);
+    const forbidden = await c.put(
+      `/api/v1/admin/ad-network/apps/${t.appId}/accounts/${USD}/live-writes`,
+      { enabled: true },
+      t.console,
+    );
     assert.equal(forbidden.status, 403, 'only a Super Admin flips the gate');
     await setLive(c, root, t, USD);
     const live = await c.post(`${acctPath(USD)}/campaigns`, { name: 'Live 1', daily_budget_usd: 30 }, t.console);
@@ -123,25 +157,48 @@ describe('ad network: writes', () => {
     assert.equal(sent.length, n + 1);
     assert.equal(sent.at(-1)!.idempotencyKey, live.body.data.idempotency_key, 'Idempotency-Key header sent');
     const journal = await c.get('/api/v1/ad-network/writes', t.console);
-    assert.deepEqual(journal.body.data.slice(0, 2).map((w: any) => w.status), ['succeeded', 'dry_run']);
+    assert.deepEqual(
+      journal.body.data.slice(0, 2).map((w: any) => w.status),
+      ['succeeded', 'dry_run'],
+    );
   });
 
   it('rehearses media -> creative -> ad as dry runs while live writes are off', async () => {
     const n = fake.world.requests.filter((r) => r.method !== 'GET').length;
-    const res = await fetch(`${server.url}${acctPath(EUR)}/media?name=Hero&type=IMAGE&file_name=a.png`, { method: 'POST', headers: { ...t.console, 'content-type': 'image/png' }, body: Buffer.alloc(64, 1) });
+    const res = await fetch(`${server.url}${acctPath(EUR)}/media?name=Hero&type=IMAGE&file_name=a.png`, {
+      method: 'POST',
+      headers: { ...t.console, 'content-type': 'image/png' },
+      body: Buffer.alloc(64, 1),
+    });
     const media = (await res.json()).data;
     assert.equal(res.status, 201);
     assert.equal(media.dry_run, true);
-    const cr = await c.post(`${acctPath(EUR)}/creatives`, { name: 'C', headline: 'H', brand_name: 'B', media_id: media.object.id, profile_id: 'p' }, t.console);
+    const cr = await c.post(
+      `${acctPath(EUR)}/creatives`,
+      { name: 'C', headline: 'H', brand_name: 'B', media_id: media.object.id, profile_id: 'p' },
+      t.console,
+    );
     assert.equal(cr.status, 201, cr.text);
     const cp = await c.post(`${acctPath(EUR)}/campaigns`, { name: 'Dry EUR' }, t.console);
-    const sq = await c.post(`${acctPath(EUR)}/adsquads`, { campaign_id: cp.body.data.object.id, name: 'S', daily_budget_usd: 10 }, t.console);
+    const sq = await c.post(
+      `${acctPath(EUR)}/adsquads`,
+      { campaign_id: cp.body.data.object.id, name: 'S', daily_budget_usd: 10 },
+      t.console,
+    );
     assert.equal(sq.status, 201, sq.text);
-    const ad = await c.post(`${acctPath(EUR)}/ads`, { ad_squad_id: sq.body.data.object.id, creative_id: cr.body.data.object.id, name: 'A' }, t.console);
+    const ad = await c.post(
+      `${acctPath(EUR)}/ads`,
+      { ad_squad_id: sq.body.data.object.id, creative_id: cr.body.data.object.id, name: 'A' },
+      t.console,
+    );
     assert.equal(ad.status, 201, ad.text);
     assert.equal(ad.body.data.dry_run, true);
     assert.equal(ad.body.data.object.creative_id, cr.body.data.object.id);
-    const missing = await c.post(`${acctPath(EUR)}/ads`, { ad_squad_id: sq.body.data.object.id, creative_id: 'dryrun-00000000-0000-4000-8000-000000000000', name: 'A' }, t.console);
+    const missing = await c.post(
+      `${acctPath(EUR)}/ads`,
+      { ad_squad_id: sq.body.data.object.id, creative_id: 'dryrun-00000000-0000-4000-8000-000000000000', name: 'A' },
+      t.console,
+    );
     assert.equal(missing.status, 400, 'a missing creative is refused in dry runs too');
     assert.equal(fake.world.requests.filter((r) => r.method !== 'GET').length, n, 'no write reached the network');
   });
@@ -156,8 +213,19 @@ describe('ad network: writes', () => {
     await setLive(c, root, t, EUR);
     const eur = await c.post(`${acctPath(EUR)}/campaigns`, { name: 'Budget EUR', daily_budget_usd: 50 }, t.console);
     assert.equal(eur.status, 201, eur.text);
-    assert.equal(writesTo(fake, 'POST', /campaigns$/).at(-1)!.body.campaigns[0].daily_budget_micro, 40_000_000, '50 USD = 40 EUR');
-    assert.deepEqual({ currency: eur.body.data.budget.currency, micro: eur.body.data.budget.micro, rate: eur.body.data.budget.usd_per_unit }, { currency: 'EUR', micro: 40_000_000, rate: 1.25 });
+    assert.equal(
+      writesTo(fake, 'POST', /campaigns$/).at(-1)!.body.campaigns[0].daily_budget_micro,
+      40_000_000,
+      '50 USD = 40 EUR',
+    );
+    assert.deepEqual(
+      {
+        currency: eur.body.data.budget.currency,
+        micro: eur.body.data.budget.micro,
+        rate: eur.body.data.budget.usd_per_unit,
+      },
+      { currency: 'EUR', micro: 40_000_000, rate: 1.25 },
+    );
 
     const small = await c.post(`${acctPath(EUR)}/campaigns`, { name: 'Too small', daily_budget_usd: 10 }, t.console);
     assert.equal(small.status, 400, 'the network minimum (20 units) comes back as a validation error');
@@ -165,7 +233,11 @@ describe('ad network: writes', () => {
   });
 
   it('pauses and resumes with a status update carrying the whole entity', async () => {
-    const cr = await c.post(`${acctPath(USD)}/campaigns`, { name: 'Pausable', status: 'ACTIVE', daily_budget_usd: 20 }, t.console);
+    const cr = await c.post(
+      `${acctPath(USD)}/campaigns`,
+      { name: 'Pausable', status: 'ACTIVE', daily_budget_usd: 20 },
+      t.console,
+    );
     const id = cr.body.data.object.id;
     const p = await c.post(`${acctPath(USD)}/campaigns/${id}/pause`, {}, t.console);
     assert.equal(p.status, 200, p.text);
@@ -187,13 +259,23 @@ describe('ad network: writes', () => {
   it('leaves exactly one campaign when the answer to a create is lost, and on a client retry', async () => {
     fake.dropResponses(1, /^POST \/v1\/adaccounts\/[^/]+\/campaigns$/);
     const key = 'retry-key-0001';
-    const first = await c.post(`${acctPath(USD)}/campaigns`, { name: 'Dropped once', daily_budget_usd: 20 }, { ...t.console, 'idempotency-key': key });
+    const first = await c.post(
+      `${acctPath(USD)}/campaigns`,
+      { name: 'Dropped once', daily_budget_usd: 20 },
+      { ...t.console, 'idempotency-key': key },
+    );
     assert.equal(first.status, 201, first.text);
-    const again = await c.post(`${acctPath(USD)}/campaigns`, { name: 'Dropped once', daily_budget_usd: 20 }, { ...t.console, 'idempotency-key': key });
+    const again = await c.post(
+      `${acctPath(USD)}/campaigns`,
+      { name: 'Dropped once', daily_budget_usd: 20 },
+      { ...t.console, 'idempotency-key': key },
+    );
     assert.equal(again.status, 201);
     assert.equal(again.body.data.replayed, true);
     assert.equal(again.body.data.object.id, first.body.data.object.id);
-    const same = [...fake.world.entities.values()].filter((e) => e.kind === 'campaign' && e.fields.name === 'Dropped once');
+    const same = [...fake.world.entities.values()].filter(
+      (e) => e.kind === 'campaign' && e.fields.name === 'Dropped once',
+    );
     assert.equal(same.length, 1, 'exactly one campaign on the network');
     assert.equal(same[0].id, first.body.data.object.id);
     // A 429 creates nothing, and the client retries it with the same key: count only the posts the network took.
@@ -208,7 +290,10 @@ describe('ad network: writes', () => {
     const r = await c.get(`${acctPath(USD)}/campaigns`, t.console);
     assert.equal(r.status, 200, r.text);
     const calls = fake.world.requests.slice(n);
-    assert.deepEqual(calls.map((x) => x.status ?? 200), [429, 429, 429, 200]);
+    assert.deepEqual(
+      calls.map((x) => x.status ?? 200),
+      [429, 429, 429, 200],
+    );
     const gaps = calls.slice(1).map((x, i) => x.at - calls[i].at);
     assert.ok(gaps[2] > gaps[0], `delays grow: ${gaps}`);
     assert.ok(Date.now() - t0 >= 300);
@@ -218,19 +303,29 @@ describe('ad network: writes', () => {
   it('fails closed with a quota error and no outbound call when the limiter is unavailable', async () => {
     const rates = createExchangeRateService({ store: createExchangeRateStore(server.db) });
     const mod = createAdNetworkModule({
-      db: server.db, config: server.config, activity: createActivityStore(server.db), rates,
-      limiter: { take: async () => { throw new Error('limiter store down'); } },
+      db: server.db,
+      config: server.config,
+      activity: createActivityStore(server.db),
+      rates,
+      limiter: {
+        take: async () => {
+          throw new Error('limiter store down');
+        },
+      },
     });
     const scope = { tenantId: t.orgId, appId: t.appId };
     const n = fake.world.requests.length;
     const ctx = { scope, acct: await mod.ops.account(scope, USD), actor: null };
-    await assert.rejects(mod.mgmt.createCampaign(ctx, { name: 'Never sent', daily_budget_usd: 20 }), (e: unknown) => e instanceof AppError && e.status === 429 && e.code === 'rate_limited');
+    await assert.rejects(
+      mod.mgmt.createCampaign(ctx, { name: 'Never sent', daily_budget_usd: 20 }),
+      (e: unknown) => e instanceof AppError && e.status === 429 && e.code === 'rate_limited',
+    );
     await assert.rejects(mod.mgmt.listCampaigns(ctx), (e: unknown) => e instanceof AppError && e.status === 429);
     assert.equal(fake.world.requests.length, n, 'no call reached the network');
     await mod.close();
   });
 
-  it('answers 404 for another app\'s ad account', async () => {
+  it("answers 404 for another app's ad account", async () => {
     const other = await createTenant(c);
     const r = await c.post(`${acctPath(USD)}/campaigns`, { name: 'x' }, other.console);
     assert.equal(r.status, 409, 'not connected');
@@ -244,18 +339,29 @@ describe('ad network: writes', () => {
     const s = await c.get('/api/v1/ad-network/connection?verify=true', t.console);
     assert.equal(s.status, 200, s.text);
     assert.equal(s.body.data.status, 'reauth_required');
-    assert.ok(fake.world.tokenRequests.some((r) => r.grant_type === 'refresh_token' && r.status === 400), 'refresh answered invalid_grant');
+    assert.ok(
+      fake.world.tokenRequests.some((r) => r.grant_type === 'refresh_token' && r.status === 400),
+      'refresh answered invalid_grant',
+    );
     const call = await c.get(`${acctPath(USD)}/campaigns`, t.console);
     assert.equal(call.status, 409);
     assert.equal(call.body.code, 'ad_network_reauth_required');
-    const { rows } = await server.db.query(`SELECT action FROM activity WHERE app_id = $1 AND action = 'reauth_required'`, [t.appId]);
+    const { rows } = await server.db.query(
+      `SELECT action FROM activity WHERE app_id = $1 AND action = 'reauth_required'`,
+      [t.appId],
+    );
     assert.equal(rows.length, 1);
 
     const d = await c.del('/api/v1/ad-network/connection', t.console);
     assert.equal(d.status, 200);
     assert.equal(d.body.data.status, 'disconnected');
     assert.match(d.body.data.message, /remove this app/i);
-    const { rows: [conn] } = await server.db.query('SELECT refresh_token_enc, access_token_enc FROM ad_network_connections WHERE app_id = $1', [t.appId]);
+    const {
+      rows: [conn],
+    } = await server.db.query(
+      'SELECT refresh_token_enc, access_token_enc FROM ad_network_connections WHERE app_id = $1',
+      [t.appId],
+    );
     assert.equal(conn.refresh_token_enc, null);
     assert.equal(conn.access_token_enc, null);
   });

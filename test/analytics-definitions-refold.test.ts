@@ -11,7 +11,9 @@ describe('analytics: a changed definition refolds stored rollups', () => {
   let root: Record<string, string>;
   /** One run of the rollup worker (the job's run: rebuilds first, then the fold). */
   const run = async () => {
-    root ??= { authorization: `Bearer ${(await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' })).body.token}` };
+    root ??= {
+      authorization: `Bearer ${(await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' })).body.token}`,
+    };
     const r = await s.c.post('/api/v1/admin/analytics/rollup', {}, root);
     assert.equal(r.status, 200, r.text);
   };
@@ -22,7 +24,12 @@ describe('analytics: a changed definition refolds stored rollups', () => {
     return Object.fromEntries(k.body.kpis.map((x: { metric: string; current: number }) => [x.metric, x.current]));
   };
   const appState = async () =>
-    (await s.server.db.query<{ defs: string | null; rebuilt_at: Date | null }>(`SELECT defs, rebuilt_at FROM an_app_state WHERE app_id = $1`, [s.t.appId])).rows[0];
+    (
+      await s.server.db.query<{ defs: string | null; rebuilt_at: Date | null }>(
+        `SELECT defs, rebuilt_at FROM an_app_state WHERE app_id = $1`,
+        [s.t.appId],
+      )
+    ).rows[0];
 
   it('records the current version for an app first folded, and rebuilds an app built with another one', async () => {
     const devices = [randomUUID(), randomUUID(), randomUUID()];
@@ -58,8 +65,13 @@ describe('analytics: a changed definition refolds stored rollups', () => {
     assert.ok(repack);
     const old = [-2 * 64 + 1, 0, 9000 * 64 + 63, 9001 * 64 + 16];
     const { rows } = await s.server.db.query<{ days: number[] }>(
-      `SELECT ARRAY(${repack.replace('unnest(days)', 'unnest($1::int[])')}) AS days`, [old]);
-    assert.deepEqual(rows[0].days, old.map((d) => pack(Math.floor(d / 64), d & 63)));
+      `SELECT ARRAY(${repack.replace('unnest(days)', 'unnest($1::int[])')}) AS days`,
+      [old],
+    );
+    assert.deepEqual(
+      rows[0].days,
+      old.map((d) => pack(Math.floor(d / 64), d & 63)),
+    );
     assert.equal(pack(9001, FLAG.paid) - pack(9001, 0), 16);
   });
 });

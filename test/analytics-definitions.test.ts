@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  dayOf, DEFINITIONS_VERSION, FLAG, FLAG_COUNT, FLAG_ROOM, FLAGS, flagSql, flagsOf, monthlySql, pack, periodEndSql, RETENTION_DAYS,
+  dayOf,
+  DEFINITIONS_VERSION,
+  FLAG,
+  FLAG_COUNT,
+  FLAG_ROOM,
+  FLAGS,
+  flagSql,
+  flagsOf,
+  monthlySql,
+  pack,
+  periodEndSql,
+  RETENTION_DAYS,
   retentionBit,
 } from '../src/modules/analytics/definitions.js';
 import { key2, unpack2 } from '../src/modules/analytics/fold/deltas.js';
@@ -28,7 +39,10 @@ describe('analytics definitions', () => {
   });
 
   it('gives each flag its own bit, in FLAGS order, and a read-model field', () => {
-    assert.deepEqual(Object.values(FLAG), FLAGS.map((_, bit) => 1 << bit));
+    assert.deepEqual(
+      Object.values(FLAG),
+      FLAGS.map((_, bit) => 1 << bit),
+    );
     assert.equal(FLAG.trial, 8);
     for (const f of FLAGS) assert.equal(EMPTY_RAW[f.field], 0);
   });
@@ -37,11 +51,17 @@ describe('analytics definitions', () => {
     const sql = flagSql();
     for (const f of FLAGS) for (const e of f.events) assert.match(sql, new RegExp(`WHEN '${e}' THEN`));
     assert.equal(sql.match(/WHEN 'purchase_completed'/g)?.length, 1, 'one arm per event');
-    assert.match(sql, new RegExp(`THEN ${FLAG.trial} ELSE 0 END \\+ CASE WHEN .* IS NOT TRUE THEN ${FLAG.paid} ELSE 0 END`));
+    assert.match(
+      sql,
+      new RegExp(`THEN ${FLAG.trial} ELSE 0 END \\+ CASE WHEN .* IS NOT TRUE THEN ${FLAG.paid} ELSE 0 END`),
+    );
   });
 
   it('maps retention days to mask bits, and the fold finds them by offset', () => {
-    assert.deepEqual(RETENTION_DAYS.map(retentionBit), RETENTION_DAYS.map((_, i) => 1 << i));
+    assert.deepEqual(
+      RETENTION_DAYS.map(retentionBit),
+      RETENTION_DAYS.map((_, i) => 1 << i),
+    );
     assert.equal(retBit(7), retentionBit(7));
     for (const off of [-1, 0, 2, 8, 89, 91, 1000]) assert.equal(retBit(off), 0);
   });
@@ -60,12 +80,20 @@ describe('analytics definitions', () => {
 
 describe('analytics fold: pure parts', () => {
   it('packs histogram cell keys losslessly, with a string key out of range', () => {
-    for (const [seg, a, b] of [[0, 0, 0], [5, 9000, 100000], [123456, 65535, 131071]]) {
+    for (const [seg, a, b] of [
+      [0, 0, 0],
+      [5, 9000, 100000],
+      [123456, 65535, 131071],
+    ]) {
       const k = key2(seg, a, 16, b, 17);
       assert.equal(typeof k, 'number');
       assert.deepEqual(unpack2(k, 16, 17), [seg, a, b]);
     }
-    for (const [seg, a, b] of [[1, -1, 0], [1, 70000, 0], [1, 0, 200000]]) {
+    for (const [seg, a, b] of [
+      [1, -1, 0],
+      [1, 70000, 0],
+      [1, 0, 200000],
+    ]) {
       const k = key2(seg, a, 16, b, 17);
       assert.equal(typeof k, 'string');
       assert.deepEqual(unpack2(k, 16, 17), [seg, a, b]);
@@ -75,34 +103,55 @@ describe('analytics fold: pure parts', () => {
 
   it('finds a day in a packed, sorted day list', () => {
     const list = Int32Array.from([pack(3, FLAG.crash), pack(5, 0), pack(9, FLAG.paid | FLAG.trial)]);
-    assert.deepEqual([2, 3, 4, 5, 9, 10].map((d) => hasDay(list, 0, 3, d)), [false, true, false, true, true, false]);
+    assert.deepEqual(
+      [2, 3, 4, 5, 9, 10].map((d) => hasDay(list, 0, 3, d)),
+      [false, true, false, true, true, false],
+    );
     assert.equal(hasDay(list, 1, 3, 3), false, 'only within [from, to)');
   });
 
-  it('merges a device\'s stored days with the batch\'s: flags or-ed per day, first new day, first day gaining each flag', () => {
+  it("merges a device's stored days with the batch's: flags or-ed per day, first new day, first day gaining each flag", () => {
     const old = Int32Array.from([99, pack(3, FLAG.onbStarted), pack(5, 0), 99]);
-    const batch = Int32Array.from([pack(3, FLAG.onbCompleted), pack(4, 0), pack(5, FLAG.onbStarted), pack(5, FLAG.paywall)]);
+    const batch = Int32Array.from([
+      pack(3, FLAG.onbCompleted),
+      pack(4, 0),
+      pack(5, FLAG.onbStarted),
+      pack(5, FLAG.paywall),
+    ]);
     const out: MergedDays = { md: new Int32Array(1), m: 0, minNew: 0, minGain: new Int32Array(FLAG_COUNT) };
     mergeDays(old, 1, 3, batch, batch.length, out);
-    assert.deepEqual([...out.md.subarray(0, out.m)],
-      [pack(3, FLAG.onbStarted | FLAG.onbCompleted), pack(4, 0), pack(5, FLAG.onbStarted | FLAG.paywall)]);
+    assert.deepEqual(
+      [...out.md.subarray(0, out.m)],
+      [pack(3, FLAG.onbStarted | FLAG.onbCompleted), pack(4, 0), pack(5, FLAG.onbStarted | FLAG.paywall)],
+    );
     assert.equal(out.minNew, 4);
     const gain = Object.fromEntries(FLAGS.map((f, bit) => [f.key, out.minGain[bit]]));
-    assert.deepEqual(gain, { onbStarted: 5, onbCompleted: 3, paywall: 5, trial: NO_GAIN, paid: NO_GAIN, crash: NO_GAIN });
+    assert.deepEqual(gain, {
+      onbStarted: 5,
+      onbCompleted: 3,
+      paywall: 5,
+      trial: NO_GAIN,
+      paid: NO_GAIN,
+      crash: NO_GAIN,
+    });
     // Nothing stored: every day is new.
     mergeDays(old, 0, 0, batch, 2, out);
     assert.deepEqual([...out.md.subarray(0, out.m)], [pack(3, FLAG.onbCompleted), pack(4, 0)]);
     assert.equal(out.minNew, 3);
   });
 
-  it('groups a batch\'s events per session: extent, days, owner (earliest event, ties by event id), sharing', () => {
+  it("groups a batch's events per session: extent, days, owner (earliest event, ties by event id), sharing", () => {
     // Events: session 0 from devices 0 and 1, session 1 from device 1, one event without a session.
     const eid = new Uint8Array(5 * 16);
     [4, 2, 9, 1, 3].forEach((v, i) => (eid[i * 16 + 15] = v));
     const b = {
-      n: 5, sessions: { size: 2 },
-      sess: Int32Array.from([0, 0, 1, 0, -1]), dev: Int32Array.from([0, 1, 1, 0, 0]),
-      ts: Float64Array.from([100, 100, 50, 300, 10]), day: Int32Array.from([7, 7, 6, 8, 5]), eid,
+      n: 5,
+      sessions: { size: 2 },
+      sess: Int32Array.from([0, 0, 1, 0, -1]),
+      dev: Int32Array.from([0, 1, 1, 0, 0]),
+      ts: Float64Array.from([100, 100, 50, 300, 10]),
+      day: Int32Array.from([7, 7, 6, 8, 5]),
+      eid,
     } as unknown as Bucket;
     const g = groupSessions(b);
     assert.deepEqual([...g.start], [100, 50]);

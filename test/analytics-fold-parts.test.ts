@@ -24,7 +24,9 @@ async function kpis(s: TenantApp): Promise<Record<string, number>> {
 async function devicesOf(s: TenantApp, part: number, n: number): Promise<string[]> {
   const ids = Array.from({ length: 40 * n }, () => randomUUID());
   const { rows } = await s.server.db.query<{ a: string }>(
-    `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = $2`, [ids, part]);
+    `SELECT a::text FROM unnest($1::uuid[]) a WHERE abs(uuid_hash_extended(a, 0) % 2) = $2`,
+    [ids, part],
+  );
   assert.ok(rows.length >= n);
   return rows.slice(0, n).map((r) => r.a);
 }
@@ -33,10 +35,15 @@ async function devicesOf(s: TenantApp, part: number, n: number): Promise<string[
 async function ingestAndFold(s: TenantApp, batch: unknown[]): Promise<void> {
   const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
   assert.equal(r.status, 202, r.text);
-  await until(async () => {
-    const { rows } = await s.server.db.query(`SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`);
-    return rows[0].done;
-  }, () => 'every partition folded the batch');
+  await until(
+    async () => {
+      const { rows } = await s.server.db.query(
+        `SELECT min(watermark) >= (SELECT max(seq) FROM events) AS done FROM an_rollup_state`,
+      );
+      return rows[0].done;
+    },
+    () => 'every partition folded the batch',
+  );
 }
 
 // The fold runs its device partitions in parallel (store.ts). A session id reported by two devices
@@ -46,7 +53,7 @@ describe('analytics: parallel fold partitions', () => {
   // Every round runs the partitions in parallel, however small.
   const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
 
-  it('counts a session shared by devices of two partitions once, spanning both devices\' events', async () => {
+  it("counts a session shared by devices of two partitions once, spanning both devices' events", async () => {
     const [a, b] = [await devicesOf(s, 0, 10), await devicesOf(s, 1, 10)];
     const start = Date.now() - 3_600_000;
     // Pair i: device a[i] opens session i, device b[i] reports the same session (i + 1) minutes later.
@@ -54,7 +61,12 @@ describe('analytics: parallel fold partitions', () => {
       const session = randomUUID();
       return [
         makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
-        makeEvent({ event_name: 'screen_view', ts_ms: start + (i + 1) * 60_000, user: { anon_id: b[i] }, context: { session_id: session } }),
+        makeEvent({
+          event_name: 'screen_view',
+          ts_ms: start + (i + 1) * 60_000,
+          user: { anon_id: b[i] },
+          context: { session_id: session },
+        }),
       ];
     });
     await ingestAndFold(s, batch);
@@ -71,14 +83,19 @@ describe('analytics: parallel fold partitions', () => {
 describe('analytics: a session shared by devices of one partition', () => {
   const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '0' });
 
-  it('counts it once, spanning both devices\' events, on the device of its first event', async () => {
+  it("counts it once, spanning both devices' events, on the device of its first event", async () => {
     const ids = await devicesOf(s, 0, 20);
     const [a, b] = [ids.slice(0, 10), ids.slice(10)];
     const start = Date.now() - 3_600_000;
     const batch = a.flatMap((anon, i) => {
       const session = randomUUID();
       return [
-        makeEvent({ event_name: 'screen_view', ts_ms: start + (i + 1) * 60_000, user: { anon_id: b[i] }, context: { session_id: session } }),
+        makeEvent({
+          event_name: 'screen_view',
+          ts_ms: start + (i + 1) * 60_000,
+          user: { anon_id: b[i] },
+          context: { session_id: session },
+        }),
         makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
       ];
     });
@@ -88,7 +105,10 @@ describe('analytics: a session shared by devices of one partition', () => {
     assert.equal(m.wau, 20);
     assert.equal(m.avg_sessions_per_user, 0.5);
     assert.equal(m.avg_session_duration, 330);
-    const owners = await s.server.db.query<{ anon: string }>(`SELECT anon_id::text AS anon FROM an_sessions WHERE app_id = $1`, [s.t.appId]);
+    const owners = await s.server.db.query<{ anon: string }>(
+      `SELECT anon_id::text AS anon FROM an_sessions WHERE app_id = $1`,
+      [s.t.appId],
+    );
     assert.deepEqual(owners.rows.map((o) => o.anon).sort(), [...a].sort());
   });
 });
@@ -103,14 +123,21 @@ describe('analytics: a stored session then reported by two devices of one partit
     const [shared, other] = [randomUUID(), randomUUID()];
     const t0 = Date.now() - 3_600_000;
     const ev = (anon: string, session: string, ms: number) =>
-      makeEvent({ event_name: 'screen_view', ts_ms: t0 + ms, user: { anon_id: anon }, context: { session_id: session } });
+      makeEvent({
+        event_name: 'screen_view',
+        ts_ms: t0 + ms,
+        user: { anon_id: anon },
+        context: { session_id: session },
+      });
     // b's last folded event (10 min) lies after the shared session's start: both devices look it up.
     await ingestAndFold(s, [ev(a, shared, 0), ev(b, other, 600_000)]);
     await ingestAndFold(s, [ev(a, shared, 60_000), ev(b, shared, 120_000)]);
     const m = await kpis(s);
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [2, 1, 60]); // sessions of 120 s and 0 s
     const stored = await s.server.db.query<{ anon: string; secs: number }>(
-      `SELECT anon_id::text AS anon, extract(epoch FROM end_ts - start_ts)::int AS secs FROM an_sessions WHERE session_id = $1`, [shared]);
+      `SELECT anon_id::text AS anon, extract(epoch FROM end_ts - start_ts)::int AS secs FROM an_sessions WHERE session_id = $1`,
+      [shared],
+    );
     assert.deepEqual(stored.rows, [{ anon: a, secs: 120 }]);
   });
 });
@@ -124,18 +151,26 @@ describe('analytics: a changed fold partition count', () => {
     const start = Date.now() - 3_600_000;
     const batch = Array.from({ length: 30 }, () => [randomUUID(), randomUUID()]).flatMap(([anon, session]) => [
       makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
-      makeEvent({ event_name: 'screen_view', ts_ms: start + 300_000, user: { anon_id: anon }, context: { session_id: session } }),
+      makeEvent({
+        event_name: 'screen_view',
+        ts_ms: start + 300_000,
+        user: { anon_id: anon },
+        context: { session_id: session },
+      }),
     ]);
     const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
     assert.equal(r.status, 202, r.text);
 
     let state = {};
-    await until(async () => {
-      const { rows } = await s.server.db.query(`SELECT count(*)::int AS parts,
+    await until(
+      async () => {
+        const { rows } = await s.server.db.query(`SELECT count(*)::int AS parts,
         count(*) FILTER (WHERE watermark >= (SELECT max(seq) FROM events))::int AS done FROM an_rollup_state`);
-      state = rows[0];
-      return rows[0].parts === 3 && rows[0].done === 3;
-    }, () => `3 partitions folded the batch: ${JSON.stringify(state)}`);
+        state = rows[0];
+        return rows[0].parts === 3 && rows[0].done === 3;
+      },
+      () => `3 partitions folded the batch: ${JSON.stringify(state)}`,
+    );
     const m = await kpis(s);
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
   });
@@ -151,18 +186,33 @@ describe('analytics: a backlog folded in chunks', () => {
     const devices = Array.from({ length: 30 }, () => [randomUUID(), randomUUID()]);
     // Every session's first event is among the first 30 seqs and its last among the next 30.
     const batch = [
-      ...devices.map(([anon, session]) => makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } })),
       ...devices.map(([anon, session]) =>
-        makeEvent({ event_name: 'screen_view', ts_ms: start + 300_000, user: { anon_id: anon }, context: { session_id: session } })),
+        makeEvent({ event_name: 'app_open', ts_ms: start, user: { anon_id: anon }, context: { session_id: session } }),
+      ),
+      ...devices.map(([anon, session]) =>
+        makeEvent({
+          event_name: 'screen_view',
+          ts_ms: start + 300_000,
+          user: { anon_id: anon },
+          context: { session_id: session },
+        }),
+      ),
     ];
     await ingestAndFold(s, batch);
     // Table statistics reach pg_stat a moment after the fold's backends go idle.
     let widened = 0;
-    await until(async () => {
-      const { rows } = await s.server.db.query(`SELECT n_tup_upd::int AS widened FROM pg_stat_user_tables WHERE relname = 'an_sessions'`);
-      widened = rows[0].widened;
-      return widened >= 30;
-    }, () => `sessions widened by later chunks: ${widened}`, 100, 100);
+    await until(
+      async () => {
+        const { rows } = await s.server.db.query(
+          `SELECT n_tup_upd::int AS widened FROM pg_stat_user_tables WHERE relname = 'an_sessions'`,
+        );
+        widened = rows[0].widened;
+        return widened >= 30;
+      },
+      () => `sessions widened by later chunks: ${widened}`,
+      100,
+      100,
+    );
     const m = await kpis(s);
     assert.deepEqual([m.wau, m.avg_sessions_per_user, m.avg_session_duration], [30, 1, 300]);
   });
@@ -177,13 +227,22 @@ describe('analytics: trial conversions folded in either order', () => {
     const day = 86_400_000;
     const t0 = Date.now() - 45 * day;
     const [a, b, c, d] = Array.from({ length: 4 }, () => randomUUID());
-    const buy = (anon: string, ts: number, trial: boolean) => makeEvent({
-      event_name: 'purchase_completed', ts_ms: ts, user: { anon_id: anon },
-      properties: { price: trial ? 0 : 9.99, currency: 'USD', is_trial: trial, period: 'P1M' },
-    });
+    const buy = (anon: string, ts: number, trial: boolean) =>
+      makeEvent({
+        event_name: 'purchase_completed',
+        ts_ms: ts,
+        user: { anon_id: anon },
+        properties: { price: trial ? 0 : 9.99, currency: 'USD', is_trial: trial, period: 'P1M' },
+      });
     // First fold: A's and C's trials, C's purchase 9 days later (within 30 days, not 7), B's
     // purchase, D's trial. Second fold: A's purchase 2 days after its trial; B's trial, late.
-    await ingestAndFold(s, [buy(a, t0, true), buy(c, t0, true), buy(c, t0 + 9 * day, false), buy(b, t0 + 3 * day, false), buy(d, t0, true)]);
+    await ingestAndFold(s, [
+      buy(a, t0, true),
+      buy(c, t0, true),
+      buy(c, t0 + 9 * day, false),
+      buy(b, t0 + 3 * day, false),
+      buy(d, t0, true),
+    ]);
     await ingestAndFold(s, [buy(a, t0 + 2 * day, false), buy(b, t0, true)]);
     const date = (daysAgo: number) => new Date(Date.now() - daysAgo * day).toISOString().slice(0, 10);
     const k = await s.c.get(`/api/v1/analytics/kpis?start_date=${date(50)}&end_date=${date(35)}`, s.t.console);
@@ -212,7 +271,9 @@ describe('analytics: a run catches up with events committed behind its horizon',
    * with the last seq.
    */
   async function runWithBatchBehindHorizon(before: number, behind: number, secondWriter = true) {
-    rootToken ??= (await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' })).body.token;
+    rootToken ??= (
+      await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' })
+    ).body.token;
     const root = { authorization: `Bearer ${rootToken}` };
     const rollup = () => s.c.post('/api/v1/admin/analytics/rollup', {}, root);
     assert.equal((await rollup()).status, 200);
@@ -240,7 +301,12 @@ describe('analytics: a run catches up with events committed behind its horizon',
       await second;
       assert.equal(r.status, 200, r.text);
       const { rows } = await s.server.db.query(`SELECT max(seq)::int AS last FROM events`);
-      return { folded: r.body.data.folded, watermark: r.body.data.watermark, last: rows[0].last, reached: r.body.data.horizonReached };
+      return {
+        folded: r.body.data.folded,
+        watermark: r.body.data.watermark,
+        last: rows[0].last,
+        reached: r.body.data.horizonReached,
+      };
     } finally {
       for (const w of writers) w.release();
     }

@@ -12,14 +12,18 @@ describe('analytics: materialized funnel answers', () => {
 
   const ingest = async (anon: string, names: string[]) => {
     const now = Date.now();
-    const batch = names.map((n, i) => makeEvent({ event_name: n, ts_ms: now - 3_600_000 + i * 60_000, user: { anon_id: anon } }));
+    const batch = names.map((n, i) =>
+      makeEvent({ event_name: n, ts_ms: now - 3_600_000 + i * 60_000, user: { anon_id: anon } }),
+    );
     const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
     assert.equal(r.status, 202, r.text);
   };
   /** Waits for the background fold job (not the admin endpoint, which also refreshes answers). */
   const folded = async () => {
     for (let i = 0; i < 200; i++) {
-      const { rows } = await s.server.db.query(`SELECT (SELECT min(watermark) FROM an_rollup_state) >= (SELECT coalesce(max(seq), 0) FROM events) AS ok`);
+      const { rows } = await s.server.db.query(
+        `SELECT (SELECT min(watermark) FROM an_rollup_state) >= (SELECT coalesce(max(seq), 0) FROM events) AS ok`,
+      );
       if (rows[0].ok) return;
       await sleep(50);
     }
@@ -57,8 +61,16 @@ describe('analytics: materialized funnel answers', () => {
     assert.ok(refreshed.at > first.at, `${refreshed.at} > ${first.at}`);
 
     // A changed definition never serves an answer computed for the old one.
-    const put = await s.c.put('/api/v1/analytics/funnels/onboarding',
-      { steps: [{ name: 'start', event: 'onboarding_flow_started' }, { name: 'step', event: 'onboarding_step_completed' }] }, s.t.console);
+    const put = await s.c.put(
+      '/api/v1/analytics/funnels/onboarding',
+      {
+        steps: [
+          { name: 'start', event: 'onboarding_flow_started' },
+          { name: 'step', event: 'onboarding_step_completed' },
+        ],
+      },
+      s.t.console,
+    );
     assert.equal(put.status, 200, put.text);
     assert.deepEqual((await funnel()).users, [2, 1]);
 

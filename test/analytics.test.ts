@@ -31,22 +31,45 @@ let t: Tenant;
 let B: string;
 let today: string;
 const dev = { A: randomUUID(), B: randomUUID(), C: randomUUID(), D: randomUUID(), E: randomUUID() };
-const plat = { A: ['ios', 'US'], B: ['android', 'DE'], C: ['ios', 'JP'], D: ['android', 'US'], E: ['ios', 'US'] } as const;
+const plat = {
+  A: ['ios', 'US'],
+  B: ['android', 'DE'],
+  C: ['ios', 'JP'],
+  D: ['android', 'US'],
+  E: ['ios', 'US'],
+} as const;
 const sess: Record<string, string> = {};
 const sid = (k: string) => (sess[k] ??= randomUUID());
 
-const tokyoDate = (d: Date) => new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit' }).format(d);
-const add = (d: string, n: number) => new Date(Date.parse(`${d}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+const tokyoDate = (d: Date) =>
+  new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit' }).format(d);
+const add = (d: string, n: number) =>
+  new Date(Date.parse(`${d}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
 /** Unix ms of Tokyo local time hh:mm on day B+off. */
 const at = (off: number, hhmm: string) => Date.parse(`${add(B, off)}T${hhmm}:00+09:00`);
 
 let ids: Record<keyof typeof dev, string> = dev;
-function ev(d: keyof typeof dev, name: string, off: number, hhmm: string, s: string, props: Record<string, unknown> = {}, consent = true) {
+function ev(
+  d: keyof typeof dev,
+  name: string,
+  off: number,
+  hhmm: string,
+  s: string,
+  props: Record<string, unknown> = {},
+  consent = true,
+) {
   return makeEvent({
     event_name: name,
     ts_ms: at(off, hhmm),
     user: { anon_id: ids[d] },
-    device: { platform: plat[d][0], os: '17', app_version: '1.0', sdk_version: '2.0', locale: 'en_US', country: plat[d][1] },
+    device: {
+      platform: plat[d][0],
+      os: '17',
+      app_version: '1.0',
+      sdk_version: '2.0',
+      locale: 'en_US',
+      country: plat[d][1],
+    },
     context: { session_id: sid(s) },
     properties: props,
     privacy: { consent: { analytics: consent } },
@@ -80,7 +103,11 @@ before(async () => {
   assert.equal((await c.patch('/api/v1/settings', { timezone: TZ }, t.console)).status, 200);
   today = tokyoDate(new Date());
   B = add(today, -40);
-  const rate = await c.put('/api/v1/admin/exchange-rates', { rates: [{ currency: 'EUR', day: add(B, -10), usd_per_unit: 1.25 }] }, root);
+  const rate = await c.put(
+    '/api/v1/admin/exchange-rates',
+    { rates: [{ currency: 'EUR', day: add(B, -10), usd_per_unit: 1.25 }] },
+    root,
+  );
   assert.equal(rate.status, 200, rate.text);
 
   await ingest(dataset());
@@ -206,27 +233,46 @@ describe('analytics: rollups and the 24 metrics', () => {
   });
 
   it('timeseries: daily, segmented, compared and weekly', async () => {
-    const r = await c.get(`/api/v1/analytics/kpis/timeseries?metrics=dau,new_users&${W()}&compare=previous_period`, t.console);
+    const r = await c.get(
+      `/api/v1/analytics/kpis/timeseries?metrics=dau,new_users&${W()}&compare=previous_period`,
+      t.console,
+    );
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.granularity, 'daily');
     assert.equal(r.body.compare, 'previous_period');
     assert.match(r.body.meta.as_of, /^\d{4}-\d{2}-\d{2}$/);
     const dau = r.body.metrics.find((m: any) => m.metric === 'dau');
-    assert.deepEqual(dau.data.map((p: any) => p.value), [2, 2, 3, 1, 1, 0, 0]);
+    assert.deepEqual(
+      dau.data.map((p: any) => p.value),
+      [2, 2, 3, 1, 1, 0, 0],
+    );
     assert.equal(dau.data[0].date, B);
-    assert.deepEqual(dau.compare_data.map((p: any) => p.value), [0, 0, 0, 0, 1, 0, 0]); // C on B-3
+    assert.deepEqual(
+      dau.compare_data.map((p: any) => p.value),
+      [0, 0, 0, 0, 1, 0, 0],
+    ); // C on B-3
     assert.match(dau.compare_label, /Previous period/);
     const seg = await c.get(`/api/v1/analytics/kpis/timeseries?metrics=new_users&${W()}&segment=platform`, t.console);
     const pts = seg.body.metrics[0].data.filter((p: any) => p.value > 0);
     // B: A (ios) + B (android); B+2: E (ios)
-    assert.deepEqual(pts.map((p: any) => [p.date, p.breakdown_value, p.value]), [[B, 'android', 1], [B, 'ios', 1], [add(B, 2), 'ios', 1]]);
+    assert.deepEqual(
+      pts.map((p: any) => [p.date, p.breakdown_value, p.value]),
+      [
+        [B, 'android', 1],
+        [B, 'ios', 1],
+        [add(B, 2), 'ios', 1],
+      ],
+    );
     const wk = await c.get(`/api/v1/analytics/kpis/timeseries?metrics=new_users&${W()}&granularity=weekly`, t.console);
     // independent expectation: new users on B, B, B+2 grouped by the Monday of their week
     const monday = (d: string) => add(d, -((new Date(`${d}T00:00:00Z`).getUTCDay() + 6) % 7));
     const expected = new Map<string, number>();
     for (let i = 0; i < 7; i++) expected.set(monday(add(B, i)), 0);
     for (const d of [B, B, add(B, 2)]) expected.set(monday(d), expected.get(monday(d))! + 1);
-    assert.deepEqual(wk.body.metrics[0].data.map((p: any) => [p.date, p.value]), [...expected.entries()]);
+    assert.deepEqual(
+      wk.body.metrics[0].data.map((p: any) => [p.date, p.value]),
+      [...expected.entries()],
+    );
   });
 
   it('retention cohorts, segmented, with null for unobservable days', async () => {
@@ -252,16 +298,47 @@ describe('analytics: rollups and the 24 metrics', () => {
     const onb = await f('onboarding');
     assert.equal(onb.date, add(B, 7)); // latest day with any event: A's session_start on B+7
     // started A, B; step_completed A; completed A
-    assert.deepEqual(onb.steps.map((s: any) => [s.users, s.conversion_rate, s.cumulative_rate, s.drop_off_rate]), [[2, 100, 100, 0], [1, 50, 50, 50], [1, 100, 50, 0]]);
+    assert.deepEqual(
+      onb.steps.map((s: any) => [s.users, s.conversion_rate, s.cumulative_rate, s.drop_off_rate]),
+      [
+        [2, 100, 100, 0],
+        [1, 50, 50, 50],
+        [1, 100, 50, 0],
+      ],
+    );
     // paywall A, B, E; purchase_started A (B+1 09:04); purchase_completed at/after it A (09:05)
-    assert.deepEqual((await f('monetization')).steps.map((s: any) => [s.users, s.conversion_rate]), [[3, 100], [1, 33.33], [1, 100]]);
+    assert.deepEqual(
+      (await f('monetization')).steps.map((s: any) => [s.users, s.conversion_rate]),
+      [
+        [3, 100],
+        [1, 33.33],
+        [1, 100],
+      ],
+    );
     // session_start A, B; later day within 7 x 24 h: A (B+7 10:00 < B 10:01 + 7 d); day >= first + 7: A
-    assert.deepEqual((await f('retention')).steps.map((s: any) => s.users), [2, 1, 1]);
-    assert.deepEqual((await f('icp_usp')).steps.map((s: any) => s.users), [1, 1, 1]);
+    assert.deepEqual(
+      (await f('retention')).steps.map((s: any) => s.users),
+      [2, 1, 1],
+    );
+    assert.deepEqual(
+      (await f('icp_usp')).steps.map((s: any) => s.users),
+      [1, 1, 1],
+    );
     // first app_open in window: A, B, C (B-3), E; onboarding started A, B; purchase_completed after: A (trial), B (EUR)
-    assert.deepEqual((await f('aso')).steps.map((s: any) => s.users), [4, 2, 2]);
+    assert.deepEqual(
+      (await f('aso')).steps.map((s: any) => s.users),
+      [4, 2, 2],
+    );
     const ua = await f('paid_ua');
-    assert.deepEqual(ua.steps.map((s: any) => [s.step_name, s.users, s.conversion_rate]), [['ad_impressions', 0, 100], ['ad_swipes', 0, null], ['install', 4, null], ['purchase_completed', 2, 50]]);
+    assert.deepEqual(
+      ua.steps.map((s: any) => [s.step_name, s.users, s.conversion_rate]),
+      [
+        ['ad_impressions', 0, 100],
+        ['ad_swipes', 0, null],
+        ['install', 4, null],
+        ['purchase_completed', 2, 50],
+      ],
+    );
     const hasAdStats = (await server.db.query(`SELECT to_regclass('ad_network_stats') IS NOT NULL AS ok`)).rows[0].ok;
     if (hasAdStats) {
       // The ad-network capability's daily campaign stats feed the first two steps.
@@ -272,13 +349,43 @@ describe('analytics: rollups and the 24 metrics', () => {
         [t.orgId, t.appId, B],
       );
       // 1000 impressions -> 40 swipes (4%) -> 4 installs (10%) -> 2 purchases (50%); cumulative 4 / 1000 = 0.4%
-      assert.deepEqual((await f('paid_ua')).steps.map((s: any) => [s.users, s.conversion_rate, s.cumulative_rate]), [[1000, 100, 100], [40, 4, 4], [4, 10, 0.4], [2, 50, 0.2]]);
+      assert.deepEqual(
+        (await f('paid_ua')).steps.map((s: any) => [s.users, s.conversion_rate, s.cumulative_rate]),
+        [
+          [1000, 100, 100],
+          [40, 4, 4],
+          [4, 10, 0.4],
+          [2, 50, 0.2],
+        ],
+      );
     }
     const empty = await f('feedback_loop');
-    assert.deepEqual(empty.steps.map((s: any) => [s.users, s.conversion_rate, s.cumulative_rate]), [[0, 100, 100], [0, null, null], [0, null, null]]);
-    const put = await c.put('/api/v1/analytics/funnels/onboarding', { steps: [{ name: 'start', event: 'onboarding_flow_started' }, { name: 'done', event: 'onboarding_flow_completed' }] }, t.console);
+    assert.deepEqual(
+      empty.steps.map((s: any) => [s.users, s.conversion_rate, s.cumulative_rate]),
+      [
+        [0, 100, 100],
+        [0, null, null],
+        [0, null, null],
+      ],
+    );
+    const put = await c.put(
+      '/api/v1/analytics/funnels/onboarding',
+      {
+        steps: [
+          { name: 'start', event: 'onboarding_flow_started' },
+          { name: 'done', event: 'onboarding_flow_completed' },
+        ],
+      },
+      t.console,
+    );
     assert.equal(put.status, 200, put.text);
-    assert.deepEqual((await f('onboarding')).steps.map((s: any) => [s.step_name, s.users]), [['start', 2], ['done', 1]]);
+    assert.deepEqual(
+      (await f('onboarding')).steps.map((s: any) => [s.step_name, s.users]),
+      [
+        ['start', 2],
+        ['done', 1],
+      ],
+    );
     assert.equal((await c.del('/api/v1/analytics/funnels/onboarding', t.console)).status, 200);
     assert.equal((await f('onboarding')).steps.length, 3);
     assert.equal((await c.get('/api/v1/analytics/funnel/nope', t.console)).status, 404);
@@ -326,10 +433,16 @@ describe('analytics: rollups and the 24 metrics', () => {
     const ts = await c.get('/api/v1/analytics/kpis/timeseries?metrics=dau,arpu&period=7d', e.console);
     assert.equal(ts.status, 200);
     assert.equal(ts.body.metrics[0].data.length, 7);
-    assert.deepEqual(ts.body.metrics[1].data.map((p: any) => p.value), [null, null, null, null, null, null, null]);
+    assert.deepEqual(
+      ts.body.metrics[1].data.map((p: any) => p.value),
+      [null, null, null, null, null, null, null],
+    );
     const fu = await c.get('/api/v1/analytics/funnel/onboarding', e.console);
     assert.equal(fu.status, 200);
-    assert.deepEqual(fu.body.steps.map((s: any) => s.users), [0, 0, 0]);
+    assert.deepEqual(
+      fu.body.steps.map((s: any) => s.users),
+      [0, 0, 0],
+    );
     const re = await c.get('/api/v1/analytics/retention', e.console);
     assert.deepEqual(re.body.cohorts, []);
     // Another app's data is invisible: this tenant's headers cannot read t's app.
@@ -375,11 +488,18 @@ describe('analytics: rollups and the 24 metrics', () => {
     ids = saved.ids;
     Object.assign(sess, saved.sess);
     for (let i = 0; i < events.length; i += 5) {
-      const r = await c.post('/api/v1/ingest/events', { batch: events.slice(i, i + 5) }, { 'x-api-key': t2.live.public_key });
+      const r = await c.post(
+        '/api/v1/ingest/events',
+        { batch: events.slice(i, i + 5) },
+        { 'x-api-key': t2.live.public_key },
+      );
       assert.equal(r.status, 202);
       await fold();
     }
-    assert.equal((await c.post('/api/v1/ingest/events', { batch: [late] }, { 'x-api-key': t2.live.public_key })).status, 202);
+    assert.equal(
+      (await c.post('/api/v1/ingest/events', { batch: [late] }, { 'x-api-key': t2.live.public_key })).status,
+      202,
+    );
     await fold();
     assert.deepEqual(cur(await kpis(W(), t2.console)), cur(await kpis(W(), t.console)));
     const r1 = await c.get('/api/v1/analytics/retention?segment=country', t.console);
@@ -390,17 +510,33 @@ describe('analytics: rollups and the 24 metrics', () => {
   it('moves a device to the platform of a late, earlier first event', async () => {
     const F = randomUUID();
     const fev = (platform: string, off: number, s: string) =>
-      makeEvent({ event_name: 'app_open', ts_ms: at(off, '12:00'), user: { anon_id: F }, context: { session_id: s },
-        device: { platform, os: '1', app_version: '1', sdk_version: '1', locale: 'de_DE', country: 'DE' } });
+      makeEvent({
+        event_name: 'app_open',
+        ts_ms: at(off, '12:00'),
+        user: { anon_id: F },
+        context: { session_id: s },
+        device: { platform, os: '1', app_version: '1', sdk_version: '1', locale: 'de_DE', country: 'DE' },
+      });
     const count = async () => {
       const a = cur(await kpis(`${W()}&environment=sandbox&platform=android`));
       const i = cur(await kpis(`${W()}&environment=sandbox&platform=ios`));
-      return { android: a.new_users, ios: i.new_users, androidSessions: a.avg_sessions_per_user, androidUsd: a.net_revenue, iosUsd: i.net_revenue };
+      return {
+        android: a.new_users,
+        ios: i.new_users,
+        androidSessions: a.avg_sessions_per_user,
+        androidUsd: a.net_revenue,
+        iosUsd: i.net_revenue,
+      };
     };
     const before = await count();
     const s1 = randomUUID();
     // F's purchase moves with it (revenue histogram cells).
-    const buy = { ...fev('android', 5, s1), event_id: randomUUID(), event_name: 'purchase_completed', properties: { price: 10, currency: 'USD', period: 'P1M' } };
+    const buy = {
+      ...fev('android', 5, s1),
+      event_id: randomUUID(),
+      event_name: 'purchase_completed',
+      properties: { price: 10, currency: 'USD', period: 'P1M' },
+    };
     await ingest([fev('android', 5, s1), buy], t.sandbox.public_key);
     await fold();
     const mid = await count();
@@ -422,12 +558,20 @@ describe('analytics: rollups and the 24 metrics', () => {
       return { usd: k.net_revenue, mrr: k.mrr };
     };
     const before = await sandbox();
-    const buy = makeEvent({ event_name: 'purchase_completed', ts_ms: at(4, '12:00'), user: { anon_id: randomUUID() },
-      properties: { price: 8, currency: 'XTS', period: 'P1M' } });
+    const buy = makeEvent({
+      event_name: 'purchase_completed',
+      ts_ms: at(4, '12:00'),
+      user: { anon_id: randomUUID() },
+      properties: { price: 8, currency: 'XTS', period: 'P1M' },
+    });
     await ingest([buy], t.sandbox.public_key);
     await fold();
     assert.deepEqual(await sandbox(), before);
-    const rate = await c.put('/api/v1/admin/exchange-rates', { rates: [{ currency: 'XTS', day: add(B, -10), usd_per_unit: 1.5 }] }, root);
+    const rate = await c.put(
+      '/api/v1/admin/exchange-rates',
+      { rates: [{ currency: 'XTS', day: add(B, -10), usd_per_unit: 1.5 }] },
+      root,
+    );
     assert.equal(rate.status, 200, rate.text);
     await fold();
     // 8 XTS (ISO's testing code, in no shipped rate file) x 1.5 = 12 USD, a monthly subscription bought B+4 that covers the window's end.
@@ -454,34 +598,53 @@ describe('analytics: rollups and the 24 metrics', () => {
       x & ${(1 << FLAG_ROOM) - 1} AS flags
       FROM an_devices d CROSS JOIN unnest(d.days) x`;
     const pairs: [string, string, string][] = [
-      ['flags', `SELECT app_id, environment, day, platform, country, flag, gap, n FROM an_flag_hist WHERE n <> 0`,
+      [
+        'flags',
+        `SELECT app_id, environment, day, platform, country, flag, gap, n FROM an_flag_hist WHERE n <> 0`,
         `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), bit, coalesce(day - prev, 100000), count(*)::int
            FROM (SELECT y.*, f.bit, lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id, f.bit ORDER BY y.day) AS prev
                    FROM (${DEVICE_DAYS}) y CROSS JOIN unnest('{${Object.values(FLAG).join(',')}}'::int[]) AS f(bit) WHERE y.flags & f.bit <> 0) z
-          GROUP BY 1, 2, 3, 4, 5, 6, 7`],
-      ['active', `SELECT app_id, environment, day, platform, country, gap, n FROM an_active_hist WHERE n <> 0`,
+          GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+      ],
+      [
+        'active',
+        `SELECT app_id, environment, day, platform, country, gap, n FROM an_active_hist WHERE n <> 0`,
         `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), coalesce(day - prev_day, 100000), count(*)::int
            FROM (SELECT y.*, lag(y.day) OVER (PARTITION BY y.app_id, y.environment, y.anon_id ORDER BY y.day) AS prev_day FROM (${DEVICE_DAYS}) y) z
-          GROUP BY 1, 2, 3, 4, 5, 6`],
-      ['cohorts', `SELECT app_id, environment, first_day, platform, country, ret_mask, n FROM an_cohort_hist WHERE n <> 0`,
+          GROUP BY 1, 2, 3, 4, 5, 6`,
+      ],
+      [
+        'cohorts',
+        `SELECT app_id, environment, first_day, platform, country, ret_mask, n FROM an_cohort_hist WHERE n <> 0`,
         `SELECT app_id, environment, first_day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), ret_mask, count(*)::int
-           FROM an_devices GROUP BY 1, 2, 3, 4, 5, 6`],
-      ['onboarding', `SELECT app_id, environment, first_day, platform, country, onb_off, n FROM an_onb_hist WHERE n <> 0`,
+           FROM an_devices GROUP BY 1, 2, 3, 4, 5, 6`,
+      ],
+      [
+        'onboarding',
+        `SELECT app_id, environment, first_day, platform, country, onb_off, n FROM an_onb_hist WHERE n <> 0`,
         `SELECT app_id, environment, first_day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), onb_day - first_day, count(*)::int
-           FROM an_devices WHERE onb_day IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6`],
-      ['sessions', `SELECT app_id, environment, start_day, end_day, platform, country, n, dur FROM an_session_hist WHERE n <> 0`,
+           FROM an_devices WHERE onb_day IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6`,
+      ],
+      [
+        'sessions',
+        `SELECT app_id, environment, start_day, end_day, platform, country, n, dur FROM an_session_hist WHERE n <> 0`,
         `SELECT app_id, environment, start_day, end_day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), count(*)::int,
                 sum(extract(epoch FROM end_ts - start_ts))::float8
-           FROM an_sessions GROUP BY 1, 2, 3, 4, 5, 6`],
+           FROM an_sessions GROUP BY 1, 2, 3, 4, 5, 6`,
+      ],
       // USD sums to 6 decimals: the kept ones were added in another order.
-      ['revenue', `SELECT app_id, environment, day, platform, country, kind, period_end, n, round(usd::numeric, 6), round(mrr::numeric, 6)
+      [
+        'revenue',
+        `SELECT app_id, environment, day, platform, country, kind, period_end, n, round(usd::numeric, 6), round(mrr::numeric, 6)
            FROM an_rev_hist WHERE n <> 0`,
         `SELECT app_id, environment, day, coalesce(platform, 'unknown'), coalesce(country, 'unknown'), kind, coalesce(period_end, 'infinity'),
                 count(*)::int, round(coalesce(sum(amount_usd), 0)::numeric, 6), round(coalesce(sum(mrr_usd), 0)::numeric, 6)
-           FROM an_purchases GROUP BY 1, 2, 3, 4, 5, 6, 7`],
+           FROM an_purchases GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+      ],
     ];
     for (const [name, kept, truth] of pairs) {
-      const { rows } = await server.db.query(`SELECT (SELECT count(*)::int FROM ((${kept}) EXCEPT ALL (${truth})) a) AS extra,
+      const { rows } =
+        await server.db.query(`SELECT (SELECT count(*)::int FROM ((${kept}) EXCEPT ALL (${truth})) a) AS extra,
         (SELECT count(*)::int FROM ((${truth}) EXCEPT ALL (${kept})) b) AS missing, (SELECT count(*)::int FROM (${truth}) c) AS cells`);
       assert.deepEqual({ name, extra: rows[0].extra, missing: rows[0].missing }, { name, extra: 0, missing: 0 });
       assert.ok(rows[0].cells > 0, `${name} has cells`);

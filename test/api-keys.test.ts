@@ -30,7 +30,11 @@ describe('API keys', () => {
   it('rejects unknown permissions and environments', async () => {
     const r1 = await suite.c.post('/api/v1/sdk/api-keys', { environment: 'staging' }, suite.t.console);
     assert.equal(r1.status, 400);
-    const r2 = await suite.c.post('/api/v1/sdk/api-keys', { environment: 'production', permissions: ['root'] }, suite.t.console);
+    const r2 = await suite.c.post(
+      '/api/v1/sdk/api-keys',
+      { environment: 'production', permissions: ['root'] },
+      suite.t.console,
+    );
     assert.equal(r2.status, 400);
   });
 
@@ -46,7 +50,8 @@ describe('API keys', () => {
   });
 
   it('rotates without overlap: new key works, old key is revoked at once', async () => {
-    const k = (await suite.c.post('/api/v1/sdk/api-keys', { environment: 'production', name: 'rot' }, suite.t.console)).body.data;
+    const k = (await suite.c.post('/api/v1/sdk/api-keys', { environment: 'production', name: 'rot' }, suite.t.console))
+      .body.data;
     assert.equal((await boot(k.public_key)).status, 200);
     const r = await suite.c.post(`/api/v1/sdk/api-keys/${k.id}/rotate`, {}, suite.t.console);
     assert.equal(r.status, 201);
@@ -60,24 +65,38 @@ describe('API keys', () => {
   });
 
   it('rotates with overlap: both keys work until the overlap ends', async () => {
-    const k = (await suite.c.post('/api/v1/sdk/api-keys', { environment: 'sandbox', permissions: ['export_data'] }, suite.t.console)).body.data;
+    const k = (
+      await suite.c.post(
+        '/api/v1/sdk/api-keys',
+        { environment: 'sandbox', permissions: ['export_data'] },
+        suite.t.console,
+      )
+    ).body.data;
     const r = await suite.c.post(`/api/v1/sdk/api-keys/${k.id}/rotate`, { overlap_seconds: 2 }, suite.t.console);
     assert.equal(r.status, 201);
     assert.deepEqual(r.body.data.permissions, ['export_data']);
     assert.equal(r.body.data.environment, 'sandbox');
     assert.equal((await boot(k.public_key)).status, 200, 'old key still valid during overlap');
     assert.equal((await boot(r.body.data.public_key)).status, 200);
-    const listed = (await suite.c.get('/api/v1/sdk/api-keys', suite.t.console)).body.data.find((x: any) => x.id === k.id);
+    const listed = (await suite.c.get('/api/v1/sdk/api-keys', suite.t.console)).body.data.find(
+      (x: any) => x.id === k.id,
+    );
     assert.equal(listed.status, 'active');
     assert.ok(listed.revokes_at);
     await sleep(2200);
     assert.equal((await boot(k.public_key)).status, 401, 'old key revoked after overlap');
-    const after2 = (await suite.c.get('/api/v1/sdk/api-keys', suite.t.console)).body.data.find((x: any) => x.id === k.id);
+    const after2 = (await suite.c.get('/api/v1/sdk/api-keys', suite.t.console)).body.data.find(
+      (x: any) => x.id === k.id,
+    );
     assert.equal(after2.status, 'revoked');
   });
 
   it('refuses overlap above 7 days', async () => {
-    const r = await suite.c.post(`/api/v1/sdk/api-keys/${suite.t.live.id}/rotate`, { overlap_seconds: 604801 }, suite.t.console);
+    const r = await suite.c.post(
+      `/api/v1/sdk/api-keys/${suite.t.live.id}/rotate`,
+      { overlap_seconds: 604801 },
+      suite.t.console,
+    );
     assert.equal(r.status, 400);
   });
 
@@ -155,7 +174,11 @@ describe('settings', () => {
     assert.equal((await suite.c.patch('/api/v1/settings', { timezone: 'Mars/Olympus' }, fresh.console)).status, 400);
     assert.equal((await suite.c.patch('/api/v1/settings', { sampling_rate: 1.5 }, fresh.console)).status, 400);
     assert.equal((await suite.c.patch('/api/v1/settings', { events_per_minute: 0 }, fresh.console)).status, 400);
-    const ok = await suite.c.patch('/api/v1/settings', { timezone: 'Europe/Berlin', sampling_rate: 0.25 }, fresh.console);
+    const ok = await suite.c.patch(
+      '/api/v1/settings',
+      { timezone: 'Europe/Berlin', sampling_rate: 0.25 },
+      fresh.console,
+    );
     assert.equal(ok.status, 200);
     assert.equal(ok.body.data.timezone, 'Europe/Berlin');
     assert.equal(ok.body.data.sampling_rate, 0.25);

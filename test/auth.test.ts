@@ -39,7 +39,10 @@ describe('wire conventions', () => {
     assert.equal(doc.status, 200);
     assert.ok(doc.body.paths['/api/v1/ingest/events']);
     assert.ok(doc.body.paths['/api/v1/sdk/api-keys/{id}/rotate']);
-    assert.ok(Object.keys(doc.body.components.schemas).some((k) => /EventEnvelope/.test(k)), 'the event envelope is documented');
+    assert.ok(
+      Object.keys(doc.body.components.schemas).some((k) => /EventEnvelope/.test(k)),
+      'the event envelope is documented',
+    );
     const ui = await suite.c.get('/docs/');
     assert.equal(ui.status, 200);
   });
@@ -69,7 +72,10 @@ describe('signup, login and tokens', () => {
     assert.equal(ok.body.user.email, 'login@example.com');
     assert.equal(decodeProtectedHeader(ok.body.token).alg, 'ES256');
     const wrong = await suite.c.post('/api/v1/auth/login', { email: 'login@example.com', password: 'wrong password' });
-    const unknown = await suite.c.post('/api/v1/auth/login', { email: 'nobody@example.com', password: 'wrong password' });
+    const unknown = await suite.c.post('/api/v1/auth/login', {
+      email: 'nobody@example.com',
+      password: 'wrong password',
+    });
     assert.equal(wrong.status, 401);
     assert.equal(unknown.status, 401);
     assert.equal(wrong.body.detail, unknown.body.detail);
@@ -101,13 +107,23 @@ describe('signup, login and tokens', () => {
     await bad('not-a-jwt');
     const [h, p, s] = suite.t.token.split('.');
     const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
-    const forged = Buffer.from(JSON.stringify({ ...payload, sub: '00000000-0000-0000-0000-000000000000' })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ ...payload, sub: '00000000-0000-0000-0000-000000000000' })).toString(
+      'base64url',
+    );
     await bad(`${h}.${forged}.${s}`);
     const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
     await bad(`${none}.${p}.`);
     const { privateKey } = await generateKeyPair('ES256');
     const claims = { email: payload.email };
-    await bad(await new SignJWT(claims).setProtectedHeader({ alg: 'ES256' }).setSubject(payload.sub).setIssuer(payload.iss).setAudience(payload.aud).setExpirationTime('1h').sign(privateKey));
+    await bad(
+      await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256' })
+        .setSubject(payload.sub)
+        .setIssuer(payload.iss)
+        .setAudience(payload.aud)
+        .setExpirationTime('1h')
+        .sign(privateKey),
+    );
     // Tokens signed with the service's real key but wrong expiry, audience or issuer are refused too.
     const { rows } = await suite.server.db.query('SELECT kid, private_jwk FROM signing_keys');
     const key = await importJWK(rows[0].private_jwk, 'ES256');
@@ -137,11 +153,33 @@ describe('tenancy and roles', () => {
     const m = await suite.c.post('/api/v1/auth/signup', { email: 'member@example.com', password: 'long enough pw' });
     viewerToken = v.body.token;
     memberToken = m.body.token;
-    assert.equal((await suite.c.post(`/api/v1/organizations/${suite.t.orgId}/members`, { email: 'viewer@example.com', role: 'viewer' }, bearer(suite.t.token))).status, 201);
-    assert.equal((await suite.c.post(`/api/v1/organizations/${suite.t.orgId}/members`, { email: 'member@example.com', role: 'member' }, bearer(suite.t.token))).status, 201);
+    assert.equal(
+      (
+        await suite.c.post(
+          `/api/v1/organizations/${suite.t.orgId}/members`,
+          { email: 'viewer@example.com', role: 'viewer' },
+          bearer(suite.t.token),
+        )
+      ).status,
+      201,
+    );
+    assert.equal(
+      (
+        await suite.c.post(
+          `/api/v1/organizations/${suite.t.orgId}/members`,
+          { email: 'member@example.com', role: 'member' },
+          bearer(suite.t.token),
+        )
+      ).status,
+      201,
+    );
   });
 
-  const as = (token: string, orgId = suite.t.orgId, appId = suite.t.appId) => ({ ...bearer(token), 'x-tenant-id': orgId, 'x-app-id': appId });
+  const as = (token: string, orgId = suite.t.orgId, appId = suite.t.appId) => ({
+    ...bearer(token),
+    'x-tenant-id': orgId,
+    'x-app-id': appId,
+  });
 
   it('requires x-tenant-id and x-app-id on customer endpoints', async () => {
     const r = await suite.c.get('/api/v1/sdk/api-keys', bearer(suite.t.token));
@@ -159,8 +197,20 @@ describe('tenancy and roles', () => {
   });
 
   it('only owners and admins create apps; members cannot add members', async () => {
-    assert.equal((await suite.c.post(`/api/v1/organizations/${suite.t.orgId}/apps`, { name: 'x' }, bearer(memberToken))).status, 403);
-    assert.equal((await suite.c.post(`/api/v1/organizations/${suite.t.orgId}/members`, { email: 'viewer@example.com', role: 'admin' }, bearer(memberToken))).status, 403);
+    assert.equal(
+      (await suite.c.post(`/api/v1/organizations/${suite.t.orgId}/apps`, { name: 'x' }, bearer(memberToken))).status,
+      403,
+    );
+    assert.equal(
+      (
+        await suite.c.post(
+          `/api/v1/organizations/${suite.t.orgId}/members`,
+          { email: 'viewer@example.com', role: 'admin' },
+          bearer(memberToken),
+        )
+      ).status,
+      403,
+    );
   });
 
   it('answers 403 for an org the caller is not in, and for an app outside the org', async () => {
@@ -186,21 +236,34 @@ describe('super admin', () => {
   it('closes signup and locks a tenant; normal users are refused', async () => {
     const root = await suite.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'long enough pw' });
     const rootAuth = bearer(root.body.token);
-    assert.equal((await suite.c.put('/api/v1/admin/signup-enabled', { enabled: false }, bearer(suite.t.token))).status, 403);
+    assert.equal(
+      (await suite.c.put('/api/v1/admin/signup-enabled', { enabled: false }, bearer(suite.t.token))).status,
+      403,
+    );
     assert.equal((await suite.c.put('/api/v1/admin/signup-enabled', { enabled: false }, rootAuth)).status, 200);
     assert.deepEqual((await suite.c.get('/api/v1/auth/signup-enabled')).body, { enabled: false });
-    const refused = await suite.c.post('/api/v1/auth/signup', { email: 'late@example.com', password: 'long enough pw' });
+    const refused = await suite.c.post('/api/v1/auth/signup', {
+      email: 'late@example.com',
+      password: 'long enough pw',
+    });
     assert.equal(refused.status, 403);
     assert.equal(refused.body.code, 'signup_disabled');
     assert.equal((await suite.c.put('/api/v1/admin/signup-enabled', { enabled: true }, rootAuth)).status, 200);
 
-    const lock = await suite.c.put(`/api/v1/admin/organizations/${suite.t.orgId}/runtime-lock`, { reason: 'billing_lapsed' }, rootAuth);
+    const lock = await suite.c.put(
+      `/api/v1/admin/organizations/${suite.t.orgId}/runtime-lock`,
+      { reason: 'billing_lapsed' },
+      rootAuth,
+    );
     assert.equal(lock.status, 200);
     const boot = await suite.c.get('/api/v1/sdk/bootstrap', { 'x-api-key': suite.t.live.public_key });
     assert.equal(boot.body.runtime_lock.reason, 'billing_lapsed');
     assert.ok(boot.body.runtime_lock.locked_at);
     assert.ok(boot.body.runtime_lock.message);
-    assert.equal((await suite.c.del(`/api/v1/admin/organizations/${suite.t.orgId}/runtime-lock`, rootAuth)).status, 204);
+    assert.equal(
+      (await suite.c.del(`/api/v1/admin/organizations/${suite.t.orgId}/runtime-lock`, rootAuth)).status,
+      204,
+    );
     const boot2 = await suite.c.get('/api/v1/sdk/bootstrap', { 'x-api-key': suite.t.live.public_key });
     assert.equal(boot2.body.runtime_lock, undefined);
   });

@@ -7,7 +7,12 @@ import { clusterEnv, makeInstance, startInstance, stopInstance, type Instance } 
 import { createTestDatabase, startTestServer, type TestServer } from './helpers/server.js';
 import { isStream, openStream, type SseStream } from './helpers/sse-client.js';
 
-const STREAM_ENV = { CONFIG_STREAM_HEARTBEAT_MS: '150', CONFIG_STREAM_POLL_MS: '200', CONFIG_STREAM_RETRY_MS: '500', CONFIG_STREAM_RETRY_JITTER_MS: '1000' };
+const STREAM_ENV = {
+  CONFIG_STREAM_HEARTBEAT_MS: '150',
+  CONFIG_STREAM_POLL_MS: '200',
+  CONFIG_STREAM_RETRY_MS: '500',
+  CONFIG_STREAM_RETRY_JITTER_MS: '1000',
+};
 
 async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -43,7 +48,10 @@ describe('config stream (SSE)', () => {
     // Instance A in this process, with small caps; instance B a real process (its own pool and LISTEN connection).
     b = await makeInstance('api');
     const starting = startInstance(b, clusterEnv(dbUrl, STREAM_ENV));
-    a = await startTestServer({ ...STREAM_ENV, CONFIG_STREAM_MAX_PER_KEY: '2', CONFIG_STREAM_MAX_PER_INSTANCE: '3' }, dbUrl);
+    a = await startTestServer(
+      { ...STREAM_ENV, CONFIG_STREAM_MAX_PER_KEY: '2', CONFIG_STREAM_MAX_PER_INSTANCE: '3' },
+      dbUrl,
+    );
     c = client(a.url);
     [, t] = await Promise.all([starting, createTenant(c)]);
   });
@@ -59,7 +67,11 @@ describe('config stream (SSE)', () => {
     return r.body.data.bundle_version as number;
   };
   const sync = async (items: { value: string; label: string }[]) => {
-    const r = await c.post('/api/v1/sdk/option-sets/colors/sync', { items }, { 'x-api-key': t.live.public_key, 'x-api-secret': t.live.secret_key });
+    const r = await c.post(
+      '/api/v1/sdk/option-sets/colors/sync',
+      { items },
+      { 'x-api-key': t.live.public_key, 'x-api-secret': t.live.secret_key },
+    );
     assert.equal(r.status, 200, r.text);
     return r.body.data.version as number;
   };
@@ -99,10 +111,17 @@ describe('config stream (SSE)', () => {
     assert.deepEqual(e1.data, { kind: 'bundle_generated', bundle_version: v1 });
     assert.ok(Number(e1.id) > Number(snap.id));
     const setVersion = await sync([{ value: 'red', label: 'Red' }]);
-    assert.deepEqual((await s.next((e) => e.event === 'change', 5000)).data, { kind: 'option_set_synced', set_id: 'colors', version: setVersion });
+    assert.deepEqual((await s.next((e) => e.event === 'change', 5000)).data, {
+      kind: 'option_set_synced',
+      set_id: 'colors',
+      version: setVersion,
+    });
     const rb = await c.post('/api/v1/sdk/config-bundle/rollback', { bundle_version: v0 }, t.console);
     assert.equal(rb.status, 201, rb.text);
-    assert.deepEqual((await s.next((e) => e.event === 'change', 5000)).data, { kind: 'bundle_rolled_back', bundle_version: rb.body.data.bundle_version });
+    assert.deepEqual((await s.next((e) => e.event === 'change', 5000)).data, {
+      kind: 'bundle_rolled_back',
+      bundle_version: rb.body.data.bundle_version,
+    });
     // Bundles and option sets are per app: the sandbox key's stream gets the same three.
     for (const kind of ['bundle_generated', 'option_set_synced', 'bundle_rolled_back']) {
       assert.equal((await sandbox.next((e) => e.event === 'change', 5000)).data.kind, kind);
@@ -122,9 +141,18 @@ describe('config stream (SSE)', () => {
     for (const url of [b.url, a.url]) {
       const r = track(await stream(url, t.live.public_key, resumeFrom));
       const got = [await r.next(), await r.next(), await r.next()];
-      assert.deepEqual(got.map((e) => e.event), ['change', 'change', 'change']);
-      assert.deepEqual(got.map((e) => e.data.bundle_version ?? e.data.version), missed);
-      assert.ok(got.every((e, i) => i === 0 || Number(e.id) === Number(got[i - 1]!.id) + 1), 'consecutive ids');
+      assert.deepEqual(
+        got.map((e) => e.event),
+        ['change', 'change', 'change'],
+      );
+      assert.deepEqual(
+        got.map((e) => e.data.bundle_version ?? e.data.version),
+        missed,
+      );
+      assert.ok(
+        got.every((e, i) => i === 0 || Number(e.id) === Number(got[i - 1]!.id) + 1),
+        'consecutive ids',
+      );
       await closeAll();
     }
   });

@@ -18,8 +18,14 @@ test('members: any member lists them; admins remove; owners only by owners; neve
   const admin = await user('console-admin@example.com');
   const viewer = await user('console-viewer@example.com');
   const outsider = await user('console-outsider@example.com');
-  assert.equal((await s.c.post(members, { email: 'console-admin@example.com', role: 'admin' }, bearer(token))).status, 201);
-  assert.equal((await s.c.post(members, { email: 'console-viewer@example.com', role: 'viewer' }, bearer(token))).status, 201);
+  assert.equal(
+    (await s.c.post(members, { email: 'console-admin@example.com', role: 'admin' }, bearer(token))).status,
+    201,
+  );
+  assert.equal(
+    (await s.c.post(members, { email: 'console-viewer@example.com', role: 'viewer' }, bearer(token))).status,
+    201,
+  );
 
   const list = await s.c.get(members, bearer(viewer.token));
   assert.equal(list.status, 200, list.text);
@@ -27,7 +33,11 @@ test('members: any member lists them; admins remove; owners only by owners; neve
   assert.equal((await s.c.get(members, bearer(outsider.token))).status, 403);
 
   assert.equal((await s.c.del(`${members}/${admin.user.id}`, bearer(viewer.token))).status, 403);
-  assert.equal((await s.c.del(`${members}/${s.t.userId}`, bearer(admin.token))).status, 403, 'an admin cannot remove an owner');
+  assert.equal(
+    (await s.c.del(`${members}/${s.t.userId}`, bearer(admin.token))).status,
+    403,
+    'an admin cannot remove an owner',
+  );
   assert.equal((await s.c.del(`${members}/${outsider.user.id}`, bearer(token))).status, 404);
   const last = await s.c.del(`${members}/${s.t.userId}`, bearer(token));
   assert.equal(last.status, 409, last.text);
@@ -41,12 +51,23 @@ test('analytics: the nine funnel definitions with overrides, and freshness meta 
   assert.equal(defs.status, 200, defs.text);
   assert.equal(defs.body.data.length, 9);
   assert.ok(defs.body.data.every((f: any) => f.overridden === false));
-  const steps = [{ name: 'open', event: 'app_open' }, { name: 'paywall', event: 'paywall_view' }];
+  const steps = [
+    { name: 'open', event: 'app_open' },
+    { name: 'paywall', event: 'paywall_view' },
+  ];
   assert.equal((await s.c.put('/api/v1/analytics/funnels/onboarding', { steps }, s.t.console)).status, 200);
   const after = (await s.c.get('/api/v1/analytics/funnels', s.t.console)).body.data;
-  assert.deepEqual(after.find((f: any) => f.funnel_name === 'onboarding'), { funnel_name: 'onboarding', steps, overridden: true });
+  assert.deepEqual(
+    after.find((f: any) => f.funnel_name === 'onboarding'),
+    { funnel_name: 'onboarding', steps, overridden: true },
+  );
 
-  for (const p of ['/api/v1/analytics/kpis', '/api/v1/analytics/retention', '/api/v1/analytics/funnel/onboarding', '/api/v1/analytics/kpis/timeseries?metrics=dau']) {
+  for (const p of [
+    '/api/v1/analytics/kpis',
+    '/api/v1/analytics/retention',
+    '/api/v1/analytics/funnel/onboarding',
+    '/api/v1/analytics/kpis/timeseries?metrics=dau',
+  ]) {
     const r = await s.c.get(p, s.t.console);
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(Object.keys(r.body.meta).sort(), ['as_of', 'folded_at', 'rebuilding', 'timezone'], p);

@@ -21,8 +21,23 @@ function events(): Record<string, unknown>[] {
     const first = now - (d % 7) * DAY;
     const platform = d % 3 === 0 ? 'android' : 'ios';
     const at = (t: number, name: string, properties: Record<string, unknown> = {}) =>
-      out.push(makeEvent({ event_name: name, ts_ms: t, user: { anon_id: anon }, properties, context: { session_id: randomUUID() },
-        device: { platform, os: '17', app_version: '1.0', sdk_version: '2.0', locale: 'en_US', country: d % 2 ? 'US' : 'DE' } }));
+      out.push(
+        makeEvent({
+          event_name: name,
+          ts_ms: t,
+          user: { anon_id: anon },
+          properties,
+          context: { session_id: randomUUID() },
+          device: {
+            platform,
+            os: '17',
+            app_version: '1.0',
+            sdk_version: '2.0',
+            locale: 'en_US',
+            country: d % 2 ? 'US' : 'DE',
+          },
+        }),
+      );
     at(first, 'app_open');
     at(first + 1000, 'session_start');
     at(first + 2000, 'onboarding_flow_started');
@@ -37,11 +52,16 @@ function events(): Record<string, unknown>[] {
   return out;
 }
 
-const valueOf = (page: Page, metric: string) => page.getByRole('region', { name: metric, exact: true }).locator('.value');
+const valueOf = (page: Page, metric: string) =>
+  page.getByRole('region', { name: metric, exact: true }).locator('.value');
 const api = async (page: Page, path: string) => {
   const token = await page.evaluate(() => sessionStorage.getItem('console.token'));
   const pick = await page.evaluate(() => JSON.parse(localStorage.getItem('console.pick') ?? '{}'));
-  const r = await rig.c.get(path, { authorization: `Bearer ${token}`, 'x-tenant-id': pick.orgId, 'x-app-id': pick.appId });
+  const r = await rig.c.get(path, {
+    authorization: `Bearer ${token}`,
+    'x-tenant-id': pick.orgId,
+    'x-app-id': pick.appId,
+  });
   assert.equal(r.status, 200, r.text);
   return r.body;
 };
@@ -83,7 +103,10 @@ test('the console journey from an empty service', async () => {
   assert.equal(ingested.status, 202, ingested.text);
   const root = await rig.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: PASSWORD });
   assert.equal(root.status, 201, root.text);
-  assert.equal((await rig.c.post('/api/v1/admin/analytics/rollup', {}, { authorization: `Bearer ${root.body.token}` })).status, 200);
+  assert.equal(
+    (await rig.c.post('/api/v1/admin/analytics/rollup', {}, { authorization: `Bearer ${root.body.token}` })).status,
+    200,
+  );
 
   mark('Every card shows');
   // Every card shows the value the API returns.
@@ -95,7 +118,10 @@ test('the console journey from an empty service', async () => {
   for (const k of kpis.kpis) {
     await assertText(valueOf(page, k.metric), formatValue(k.metric, k.current));
   }
-  await page.getByText(/Data as of \d{4}-\d\d-\d\d/).first().waitFor();
+  await page
+    .getByText(/Data as of \d{4}-\d\d-\d\d/)
+    .first()
+    .waitFor();
   await page.getByRole('img', { name: 'Trends chart' }).locator('canvas').waitFor();
   await screenshot(page, 'dashboard');
 
@@ -103,21 +129,43 @@ test('the console journey from an empty service', async () => {
   // Range and compare.
   await page.getByLabel('Range').selectOption('7');
   await page.getByLabel('Compare to').selectOption('previous_year');
-  const week = await api(page, `/api/v1/analytics/kpis?start_date=${addDays(kpis.period.end, -6)}&end_date=${kpis.period.end}&compare=previous_year`);
-  await page.getByText(`${week.period.start} to ${week.period.end} vs ${week.compared_to.start} to ${week.compared_to.end}`).waitFor();
+  const week = await api(
+    page,
+    `/api/v1/analytics/kpis?start_date=${addDays(kpis.period.end, -6)}&end_date=${kpis.period.end}&compare=previous_year`,
+  );
+  await page
+    .getByText(`${week.period.start} to ${week.period.end} vs ${week.compared_to.start} to ${week.compared_to.end}`)
+    .waitFor();
   for (const m of ['dau', 'mau', 'new_users', 'mrr', 'paywall_view_rate']) {
     await assertText(valueOf(page, m), formatValue(m, week.kpis.find((k: any) => k.metric === m).current));
   }
   await page.getByLabel('Compare overlay').check();
-  await page.getByText(/Previous year \(/).first().waitFor();
+  await page
+    .getByText(/Previous year \(/)
+    .first()
+    .waitFor();
 
   mark('A failing endpoin');
   // A failing endpoint fails its tile alone.
-  await page.route('**/api/v1/analytics/kpis/timeseries**', (route) => route.fulfill({ status: 500, contentType: 'application/problem+json', body: JSON.stringify({ status: 500, code: 'internal_error', title: 'Internal error', detail: 'Injected by the test' }) }));
+  await page.route('**/api/v1/analytics/kpis/timeseries**', (route) =>
+    route.fulfill({
+      status: 500,
+      contentType: 'application/problem+json',
+      body: JSON.stringify({
+        status: 500,
+        code: 'internal_error',
+        title: 'Internal error',
+        detail: 'Injected by the test',
+      }),
+    }),
+  );
   await page.reload();
   const trends = page.getByRole('region', { name: 'Trends' });
   await trends.getByRole('alert').filter({ hasText: 'Injected by the test' }).waitFor();
-  await assertText(valueOf(page, 'new_users'), formatValue('new_users', kpis.kpis.find((k: any) => k.metric === 'new_users').current));
+  await assertText(
+    valueOf(page, 'new_users'),
+    formatValue('new_users', kpis.kpis.find((k: any) => k.metric === 'new_users').current),
+  );
   await page.getByRole('region', { name: 'Activity feed' }).getByText('App "Acme iOS" created').waitFor();
   await screenshot(page, 'dashboard-failing-tile');
   await page.unroute('**/api/v1/analytics/kpis/timeseries**');
@@ -128,10 +176,16 @@ test('the console journey from an empty service', async () => {
   const onboarding = await api(page, '/api/v1/analytics/funnel/onboarding');
   const tile = page.getByRole('region', { name: 'onboarding', exact: true });
   for (const s of onboarding.steps) {
-    await assertText(tile.getByRole('listitem', { name: s.step_name }).locator('strong'), s.users.toLocaleString('en-US'));
+    await assertText(
+      tile.getByRole('listitem', { name: s.step_name }).locator('strong'),
+      s.users.toLocaleString('en-US'),
+    );
   }
   assert.equal(onboarding.steps[0].users, 12);
-  await tile.getByRole('listitem', { name: onboarding.steps[1].step_name }).getByText(`${onboarding.steps[1].conversion_rate}% converted`).waitFor();
+  await tile
+    .getByRole('listitem', { name: onboarding.steps[1].step_name })
+    .getByText(`${onboarding.steps[1].conversion_rate}% converted`)
+    .waitFor();
   await page.getByRole('region', { name: 'feedback_loop' }).getByText('entry').waitFor();
   await screenshot(page, 'funnels');
 
@@ -156,7 +210,10 @@ test('the console journey from an empty service', async () => {
   // Rotation with an overlap, revocation after a confirmation.
   await page.getByRole('link', { name: 'API keys' }).click();
   await page.getByLabel(`Overlap for ${publicKey}`).selectOption('3600');
-  await page.getByRole('row', { name: `Key ${publicKey}` }).getByRole('button', { name: 'Rotate' }).click();
+  await page
+    .getByRole('row', { name: `Key ${publicKey}` })
+    .getByRole('button', { name: 'Rotate' })
+    .click();
   await page.getByText(/The replaced key stops working at/).waitFor();
   await page.getByRole('button', { name: 'I have stored it' }).click();
   const oldRow = page.getByRole('row', { name: `Key ${publicKey}` });
@@ -195,7 +252,10 @@ test('the console journey from an empty service', async () => {
   await vpage.getByLabel('Email').fill(viewer);
   await vpage.getByLabel('Password').fill(PASSWORD);
   await vpage.getByRole('button', { name: 'Sign in' }).click();
-  await assertText(valueOf(vpage, 'new_users'), formatValue('new_users', kpis.kpis.find((k: any) => k.metric === 'new_users').current));
+  await assertText(
+    valueOf(vpage, 'new_users'),
+    formatValue('new_users', kpis.kpis.find((k: any) => k.metric === 'new_users').current),
+  );
   await vpage.getByRole('link', { name: 'Members' }).click();
   await vpage.getByLabel(`Role of ${owner}`).waitFor();
   assert.equal(await vpage.getByRole('button', { name: 'Invite' }).isDisabled(), true);
@@ -203,7 +263,10 @@ test('the console journey from an empty service', async () => {
   assert.equal(await vpage.getByRole('button', { name: `Remove ${owner}` }).isDisabled(), true);
   await screenshot(vpage, 'members-viewer');
   await vpage.getByRole('link', { name: 'API keys' }).click();
-  await vpage.getByRole('alert').filter({ hasText: /^Forbidden: / }).waitFor();
+  await vpage
+    .getByRole('alert')
+    .filter({ hasText: /^Forbidden: / })
+    .waitFor();
   assert.equal(await vpage.getByRole('button', { name: 'Create key' }).count(), 0);
   await screenshot(vpage, 'api-keys-viewer');
 
@@ -236,7 +299,10 @@ test('serves the console: hashed assets cached for a year, deep links fall back 
 });
 
 async function assertText(loc: ReturnType<Page['locator']>, expected: string) {
-  await loc.filter({ hasText: expected }).waitFor().catch(async () => assert.equal(await loc.textContent(), expected));
+  await loc
+    .filter({ hasText: expected })
+    .waitFor()
+    .catch(async () => assert.equal(await loc.textContent(), expected));
 }
 
 function addDays(date: string, n: number) {

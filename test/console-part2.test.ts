@@ -250,7 +250,10 @@ describe('console part 2', () => {
     });
     await nav('Ad network');
     await page.getByRole('button', { name: 'Connect' }).click();
-    await page.getByLabel('Connection status').filter({ hasText: /^connected$/ }).waitFor();
+    await page
+      .getByLabel('Connection status')
+      .filter({ hasText: /^connected$/ })
+      .waitFor();
     const usd = fake.accounts.usd;
     await setLive(rig.c, await superAdmin(rig.c), t, usd);
     await page.reload();

@@ -13,7 +13,11 @@ let viewer: Record<string, string>;
 async function joinAs(role: 'member' | 'viewer' | 'admin') {
   const email = `${role}-${randomUUID()}@example.com`;
   const s = await c.post('/api/v1/auth/signup', { email, password: 'long enough pw' });
-  assert.equal((await c.post(`/api/v1/organizations/${t.orgId}/members`, { email, role }, { authorization: `Bearer ${t.token}` })).status, 201);
+  assert.equal(
+    (await c.post(`/api/v1/organizations/${t.orgId}/members`, { email, role }, { authorization: `Bearer ${t.token}` }))
+      .status,
+    201,
+  );
   return { authorization: `Bearer ${s.body.token}`, 'x-tenant-id': t.orgId, 'x-app-id': t.appId };
 }
 
@@ -35,7 +39,11 @@ const bundle = async () => {
 
 describe('content round-trips into the bundle', () => {
   it('onboarding flow: draft stays out, publish puts it in (answer carries the version), unpublish takes it out', async () => {
-    const created = await c.post('/api/v1/onboarding-flows', { name: 'Welcome', steps: [{ type: 'intro', title: 'Hi' }], settings: { skippable: true } }, member);
+    const created = await c.post(
+      '/api/v1/onboarding-flows',
+      { name: 'Welcome', steps: [{ type: 'intro', title: 'Hi' }], settings: { skippable: true } },
+      member,
+    );
     assert.equal(created.status, 201);
     const id = created.body.data.id;
     assert.equal(created.body.data.status, 'draft');
@@ -70,12 +78,30 @@ describe('content round-trips into the bundle', () => {
   });
 
   it('paywall: publish, update while published (new version, new content), unpublish', async () => {
-    const p = await c.post('/api/v1/paywalls', { name: 'Main', layout: { template: 'hero' }, plans: [{ sku: 'pro.month', price: 9.99 }], cta: { text: 'Go' }, dismiss: false }, member);
+    const p = await c.post(
+      '/api/v1/paywalls',
+      {
+        name: 'Main',
+        layout: { template: 'hero' },
+        plans: [{ sku: 'pro.month', price: 9.99 }],
+        cta: { text: 'Go' },
+        dismiss: false,
+      },
+      member,
+    );
     assert.equal(p.status, 201);
     const id = p.body.data.id;
     const pub = await c.post(`/api/v1/paywalls/${id}/publish`, {}, t.console);
     const entry = (await bundle()).content.paywalls[id];
-    assert.deepEqual(entry, { id, name: 'Main', layout: { template: 'hero' }, plans: [{ sku: 'pro.month', price: 9.99 }], cta: { text: 'Go' }, dismiss: false, published_at: pub.body.data.published_at });
+    assert.deepEqual(entry, {
+      id,
+      name: 'Main',
+      layout: { template: 'hero' },
+      plans: [{ sku: 'pro.month', price: 9.99 }],
+      cta: { text: 'Go' },
+      dismiss: false,
+      published_at: pub.body.data.published_at,
+    });
 
     const upd = await c.patch(`/api/v1/paywalls/${id}`, { cta: { text: 'Start trial' } }, t.console);
     assert.equal(upd.status, 200);
@@ -90,7 +116,18 @@ describe('content round-trips into the bundle', () => {
   });
 
   it('in-app message: publish and delete while published both make versions', async () => {
-    const m = await c.post('/api/v1/in-app-messages', { name: 'Promo', message_type: 'banner', content: { title: 'Sale' }, trigger_rules: { event: 'app_open' }, audience: { country: ['US'] }, priority: 5 }, member);
+    const m = await c.post(
+      '/api/v1/in-app-messages',
+      {
+        name: 'Promo',
+        message_type: 'banner',
+        content: { title: 'Sale' },
+        trigger_rules: { event: 'app_open' },
+        audience: { country: ['US'] },
+        priority: 5,
+      },
+      member,
+    );
     assert.equal(m.status, 201);
     const id = m.body.data.id;
     const pub = await c.post(`/api/v1/in-app-messages/${id}/publish`, {}, t.console);
@@ -113,12 +150,20 @@ describe('content round-trips into the bundle', () => {
   });
 
   it('remote config: each change is a version; an identical PUT is not', async () => {
-    const put = await c.put('/api/v1/remote-config', { values: { theme: 'dark', max_items: 5, nested: { a: [1, 2] } } }, t.console);
+    const put = await c.put(
+      '/api/v1/remote-config',
+      { values: { theme: 'dark', max_items: 5, nested: { a: [1, 2] } } },
+      t.console,
+    );
     assert.equal(put.status, 200);
     const v = put.body.bundle_version;
     assert.equal(typeof v, 'number');
     assert.deepEqual((await bundle()).content.remote_config, { theme: 'dark', max_items: 5, nested: { a: [1, 2] } });
-    const same = await c.put('/api/v1/remote-config', { values: { theme: 'dark', max_items: 5, nested: { a: [1, 2] } } }, t.console);
+    const same = await c.put(
+      '/api/v1/remote-config',
+      { values: { theme: 'dark', max_items: 5, nested: { a: [1, 2] } } },
+      t.console,
+    );
     assert.equal(same.status, 200);
     assert.equal(same.body.bundle_version, undefined);
     assert.equal((await bundle()).bundle_version, v);
@@ -131,12 +176,26 @@ describe('content round-trips into the bundle', () => {
   });
 
   it('feature flags: put, change, delete each make a version; rules and rollout are in the bundle', async () => {
-    const put = await c.put('/api/v1/feature-flags/new_checkout', { enabled: true, rules: [{ attribute: 'country', op: 'in', values: ['US'] }], rollout_pct: 25 }, t.console);
+    const put = await c.put(
+      '/api/v1/feature-flags/new_checkout',
+      { enabled: true, rules: [{ attribute: 'country', op: 'in', values: ['US'] }], rollout_pct: 25 },
+      t.console,
+    );
     assert.equal(put.status, 200);
-    assert.deepEqual((await bundle()).content.feature_flags.new_checkout, { key: 'new_checkout', enabled: true, rules: [{ attribute: 'country', op: 'in', values: ['US'] }], rollout_pct: 25 });
+    assert.deepEqual((await bundle()).content.feature_flags.new_checkout, {
+      key: 'new_checkout',
+      enabled: true,
+      rules: [{ attribute: 'country', op: 'in', values: ['US'] }],
+      rollout_pct: 25,
+    });
     const off = await c.put('/api/v1/feature-flags/new_checkout', { enabled: false }, t.console);
     assert.equal(off.body.bundle_version, put.body.bundle_version + 1);
-    assert.deepEqual((await bundle()).content.feature_flags.new_checkout, { key: 'new_checkout', enabled: false, rules: [], rollout_pct: 100 });
+    assert.deepEqual((await bundle()).content.feature_flags.new_checkout, {
+      key: 'new_checkout',
+      enabled: false,
+      rules: [],
+      rollout_pct: 100,
+    });
     assert.equal((await c.get('/api/v1/feature-flags', viewer)).body.meta.total, 1);
     const del = await c.del('/api/v1/feature-flags/new_checkout', t.console);
     assert.equal(del.body.bundle_version, off.body.bundle_version + 1);
@@ -166,7 +225,10 @@ describe('roles, bounds and isolation', () => {
     assert.equal((await c.post('/api/v1/paywalls', { name: '' }, member)).status, 400);
     assert.equal((await c.post('/api/v1/paywalls', { name: 'x'.repeat(201) }, member)).status, 400);
     assert.equal((await c.post('/api/v1/paywalls', { name: 'ok', sdk_min_version: 'latest' }, member)).status, 400);
-    assert.equal((await c.post('/api/v1/paywalls', { name: 'ok', plans: Array.from({ length: 51 }, () => ({})) }, member)).status, 400);
+    assert.equal(
+      (await c.post('/api/v1/paywalls', { name: 'ok', plans: Array.from({ length: 51 }, () => ({})) }, member)).status,
+      400,
+    );
     assert.equal((await c.post('/api/v1/in-app-messages', { name: 'ok', priority: 'high' }, member)).status, 400);
     const big = await c.post('/api/v1/paywalls', { name: 'big', layout: { blob: 'x'.repeat(270 * 1024) } }, member);
     assert.equal(big.status, 413);
@@ -205,7 +267,18 @@ describe('roles, bounds and isolation', () => {
     assert.equal((await c.get('/api/v1/paywalls?limit=101', viewer)).status, 400);
     const acts = await server.db.query(`SELECT entity_type, action FROM activity WHERE app_id = $1`, [t.appId]);
     const seen = new Set(acts.rows.map((r) => `${r.entity_type}:${r.action}`));
-    for (const k of ['paywall:created', 'paywall:published', 'paywall:updated', 'paywall:unpublished', 'in_app_message:deleted', 'onboarding_flow:published', 'remote_config:updated', 'feature_flag:created', 'feature_flag:deleted', 'config_bundle:generated']) {
+    for (const k of [
+      'paywall:created',
+      'paywall:published',
+      'paywall:updated',
+      'paywall:unpublished',
+      'in_app_message:deleted',
+      'onboarding_flow:published',
+      'remote_config:updated',
+      'feature_flag:created',
+      'feature_flag:deleted',
+      'config_bundle:generated',
+    ]) {
       assert.ok(seen.has(k), `activity ${k} missing`);
     }
   });
@@ -234,9 +307,23 @@ describe('option sets inside flows', () => {
     const a = await createTenant(c);
     const pair = { 'x-api-key': a.live.public_key, 'x-api-secret': a.live.secret_key };
     const key = { 'x-api-key': a.live.public_key };
-    const s1 = await c.post('/api/v1/sdk/option-sets/cities/sync', { items: [{ value: 'berlin', label: 'Berlin' }] }, pair);
+    const s1 = await c.post(
+      '/api/v1/sdk/option-sets/cities/sync',
+      { items: [{ value: 'berlin', label: 'Berlin' }] },
+      pair,
+    );
     assert.equal(s1.status, 200);
-    const f = await c.post('/api/v1/onboarding-flows', { name: 'Pick', steps: [{ type: 'select', option_set_id: 'cities' }, { type: 'select', option_set_id: 'missing' }] }, a.console);
+    const f = await c.post(
+      '/api/v1/onboarding-flows',
+      {
+        name: 'Pick',
+        steps: [
+          { type: 'select', option_set_id: 'cities' },
+          { type: 'select', option_set_id: 'missing' },
+        ],
+      },
+      a.console,
+    );
     const pub = await c.post(`/api/v1/onboarding-flows/${f.body.data.id}/publish`, {}, a.console);
     const flow = (await c.get('/api/v1/sdk/config-bundle', key)).body.data.content.onboarding_flows[f.body.data.id];
     assert.deepEqual(Object.keys(flow.option_sets), ['cities']);
@@ -244,23 +331,39 @@ describe('option sets inside flows', () => {
     assert.equal(flow.option_sets.cities.items[0].value, 'berlin');
     assert.equal(flow.option_sets.cities.next_cursor, null);
 
-    const s2 = await c.post('/api/v1/sdk/option-sets/cities/sync', { items: [{ value: 'paris', label: 'Paris' }] }, pair);
+    const s2 = await c.post(
+      '/api/v1/sdk/option-sets/cities/sync',
+      { items: [{ value: 'paris', label: 'Paris' }] },
+      pair,
+    );
     const after = (await c.get('/api/v1/sdk/config-bundle', key)).body.data;
     assert.equal(after.bundle_version, pub.body.bundle_version + 1);
     assert.equal(after.content.onboarding_flows[f.body.data.id].option_sets.cities.version, s2.body.data.version);
     // A set no published flow references does not touch the bundle.
     await c.post('/api/v1/sdk/option-sets/unrelated/sync', { items: [{ value: 'x', label: 'X' }] }, pair);
-    assert.equal((await c.get('/api/v1/sdk/config-bundle/version', key)).body.data.bundle_version, after.bundle_version);
+    assert.equal(
+      (await c.get('/api/v1/sdk/config-bundle/version', key)).body.data.bundle_version,
+      after.bundle_version,
+    );
   });
 });
 
 describe('hostile input never reaches the database as a 500', () => {
   it('refuses NUL characters and unpaired surrogates with 400', async () => {
-    const nul = await c.raw('POST', '/api/v1/paywalls', '{"name":"a\\u0000b"}', { ...t.console, 'content-type': 'application/json' });
+    const nul = await c.raw('POST', '/api/v1/paywalls', '{"name":"a\\u0000b"}', {
+      ...t.console,
+      'content-type': 'application/json',
+    });
     assert.equal(nul.status, 400);
-    const lone = await c.raw('POST', '/api/v1/onboarding-flows', '{"name":"ok","settings":{"k":"\\ud800"}}', { ...t.console, 'content-type': 'application/json' });
+    const lone = await c.raw('POST', '/api/v1/onboarding-flows', '{"name":"ok","settings":{"k":"\\ud800"}}', {
+      ...t.console,
+      'content-type': 'application/json',
+    });
     assert.equal(lone.status, 400);
-    const key = await c.raw('PUT', '/api/v1/remote-config', '{"values":{"k":{"\\u0000":1}}}', { ...t.console, 'content-type': 'application/json' });
+    const key = await c.raw('PUT', '/api/v1/remote-config', '{"values":{"k":{"\\u0000":1}}}', {
+      ...t.console,
+      'content-type': 'application/json',
+    });
     assert.equal(key.status, 400);
     const paired = await c.post('/api/v1/paywalls', { name: 'emoji 😀', layout: { t: '😀' } }, t.console);
     assert.equal(paired.status, 201);

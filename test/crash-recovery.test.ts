@@ -43,7 +43,15 @@ function freePort(): Promise<number> {
 async function startService(port: number, pgPort: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/main.ts')], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), LOG_LEVEL: 'warn', DATABASE_URL: '' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pgPort),
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -90,7 +98,10 @@ describe('crash recovery (embedded database)', () => {
     await Promise.all(senders);
     await exited(first);
     assert.ok(acknowledged.length >= 200, `ingested ${acknowledged.length} before the kill`);
-    assert.ok(existsSync(path.join(dataDir, 'pg', 'postmaster.pid')), 'the orphaned postgres is still there, as after a real crash');
+    assert.ok(
+      existsSync(path.join(dataDir, 'pg', 'postmaster.pid')),
+      'the orphaned postgres is still there, as after a real crash',
+    );
 
     // A new port: keep-alive sockets to the killed process must not be reused for the checks below.
     const port2 = await freePort();
@@ -101,12 +112,25 @@ describe('crash recovery (embedded database)', () => {
     await db.connect();
     try {
       const count = async () =>
-        (await db.query('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS d FROM events WHERE event_id = ANY($1::uuid[])', [ids])).rows[0];
-      assert.deepEqual(await count(), { n: ids.length, d: ids.length }, 'every acknowledged event is stored exactly once');
+        (
+          await db.query(
+            'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS d FROM events WHERE event_id = ANY($1::uuid[])',
+            [ids],
+          )
+        ).rows[0];
+      assert.deepEqual(
+        await count(),
+        { n: ids.length, d: ids.length },
+        'every acknowledged event is stored exactly once',
+      );
 
       // SDKs re-send what they could not confirm: retries add nothing.
       for (let i = 0; i < acknowledged.length; i += 500) {
-        const r = await c2.post('/api/v1/ingest/events', { batch: acknowledged.slice(i, i + 500) }, { 'x-api-key': t.live.public_key });
+        const r = await c2.post(
+          '/api/v1/ingest/events',
+          { batch: acknowledged.slice(i, i + 500) },
+          { 'x-api-key': t.live.public_key },
+        );
         assert.equal(r.status, 202);
       }
       assert.deepEqual(await count(), { n: ids.length, d: ids.length });
@@ -134,6 +158,10 @@ describe('crash recovery (embedded database)', () => {
       child.kill('SIGTERM');
     });
     assert.equal(code, 0);
-    assert.equal(existsSync(path.join(dataDir, 'pg', 'postmaster.pid')), false, 'the embedded database was stopped cleanly');
+    assert.equal(
+      existsSync(path.join(dataDir, 'pg', 'postmaster.pid')),
+      false,
+      'the embedded database was stopped cleanly',
+    );
   });
 });

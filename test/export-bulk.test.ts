@@ -31,8 +31,14 @@ let receiverUrl: string;
 const base = Date.now() - 2 * 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 const key = (k: { public_key: string }) => ({ 'x-api-key': k.public_key });
-const events = Array.from({ length: 1200 }, (_, i) => makeEvent({ ts_ms: base + i * 10, event_name: i % 3 ? 'app_open' : 'paywall_view', properties: { i } }));
-const body = (extra: Record<string, unknown> = {}) => ({ start_date: iso(base), end_date: iso(base + 3600_000), ...extra });
+const events = Array.from({ length: 1200 }, (_, i) =>
+  makeEvent({ ts_ms: base + i * 10, event_name: i % 3 ? 'app_open' : 'paywall_view', properties: { i } }),
+);
+const body = (extra: Record<string, unknown> = {}) => ({
+  start_date: iso(base),
+  end_date: iso(base + 3600_000),
+  ...extra,
+});
 
 async function ingest(c: Client, k: { public_key: string }, list: Record<string, any>[]) {
   for (let i = 0; i < list.length; i += 500) {
@@ -107,7 +113,11 @@ describe('bulk export', () => {
     const lock = await lockEvents(server.databaseUrl);
     let id: string;
     try {
-      const r = await c.post('/api/v1/sdk/events/export/bulk', body({ callback_url: `${receiverUrl}/done` }), key(t.live));
+      const r = await c.post(
+        '/api/v1/sdk/events/export/bulk',
+        body({ callback_url: `${receiverUrl}/done` }),
+        key(t.live),
+      );
       assert.equal(r.status, 202, r.text);
       const rec = r.body.data;
       id = rec.id;
@@ -136,16 +146,30 @@ describe('bulk export', () => {
     assert.equal(Buffer.byteLength(text), done.file_size_bytes);
     const file = JSON.parse(text);
     assert.equal(file.length, 1200);
-    assert.deepEqual(file.map((e: any) => e.event_id), events.map((e) => e.event_id));
+    assert.deepEqual(
+      file.map((e: any) => e.event_id),
+      events.map((e) => e.event_id),
+    );
     assert.ok(file.every((e: any) => typeof e.received_at === 'string'));
 
     const hit = await waitFor('callback', async () => hits.find((h) => h.path === '/done'));
     const payload = new Webhook(secret).verify(hit.raw, hit.headers);
-    assert.deepEqual(payload, { export_id: id, status: 'completed', download_url: done.download_url, event_count: 1200, file_size_bytes: done.file_size_bytes });
-    assert.throws(() => new Webhook(`whsec_${Buffer.from('not the secret, 24 bytes!').toString('base64')}`).verify(hit.raw, hit.headers));
+    assert.deepEqual(payload, {
+      export_id: id,
+      status: 'completed',
+      download_url: done.download_url,
+      event_count: 1200,
+      file_size_bytes: done.file_size_bytes,
+    });
+    assert.throws(() =>
+      new Webhook(`whsec_${Buffer.from('not the secret, 24 bytes!').toString('base64')}`).verify(hit.raw, hit.headers),
+    );
 
     // Expired: 409, flagged in the record, and the cleanup deletes the file.
-    const { rows } = await server.db.query(`UPDATE exports SET expires_at = now() - interval '1 minute' WHERE id = $1 RETURNING storage_key`, [id]);
+    const { rows } = await server.db.query(
+      `UPDATE exports SET expires_at = now() - interval '1 minute' WHERE id = $1 RETURNING storage_key`,
+      [id],
+    );
     const late = await c.get(`/api/v1/sdk/events/export/bulk/${id}/download`, key(t.live));
     assert.equal(late.status, 409);
     assert.equal(late.body.code, 'export_expired');
@@ -156,13 +180,20 @@ describe('bulk export', () => {
 
   it('filters by event names and retries the callback when the receiver fails twice', async () => {
     failuresLeft.set('/flaky', 2);
-    const r = await c.post('/api/v1/sdk/events/export/bulk', body({ event_names: ['paywall_view'], callback_url: `${receiverUrl}/flaky` }), key(t.live));
+    const r = await c.post(
+      '/api/v1/sdk/events/export/bulk',
+      body({ event_names: ['paywall_view'], callback_url: `${receiverUrl}/flaky` }),
+      key(t.live),
+    );
     assert.equal(r.status, 202, r.text);
     const done = await waitStatus(c, t.live, r.body.data.id, 'completed');
     assert.equal(done.event_count, 400);
     const ok = await waitFor('third attempt', async () => hits.find((h) => h.path === '/flaky' && h.status === 204));
     const attempts = hits.filter((h) => h.path === '/flaky');
-    assert.deepEqual(attempts.map((h) => h.status), [500, 500, 204]);
+    assert.deepEqual(
+      attempts.map((h) => h.status),
+      [500, 500, 204],
+    );
     // Same message id on every attempt, so receivers can deduplicate.
     assert.equal(new Set(attempts.map((h) => h.headers['webhook-id'])).size, 1);
     assert.equal((new Webhook(secret).verify(ok.raw, ok.headers) as any).event_count, 400);
@@ -173,7 +204,11 @@ describe('bulk export', () => {
     // A file where the tenant's export directory should be: the write fails with ENOTDIR, a permanent error.
     mkdirSync(path.join(server.config.dataDir, 'exports'), { recursive: true });
     writeFileSync(path.join(server.config.dataDir, 'exports', tf.orgId), 'in the way');
-    const r = await c.post('/api/v1/sdk/events/export/bulk', body({ callback_url: `${receiverUrl}/failed` }), key(tf.live));
+    const r = await c.post(
+      '/api/v1/sdk/events/export/bulk',
+      body({ callback_url: `${receiverUrl}/failed` }),
+      key(tf.live),
+    );
     assert.equal(r.status, 202);
     const failed = await waitStatus(c, tf.live, r.body.data.id, 'failed');
     assert.match(failed.failure_reason, /ENOTDIR|EEXIST/);
@@ -184,10 +219,20 @@ describe('bulk export', () => {
     const hit = await waitFor('failure callback', async () => hits.find((h) => h.path === '/failed'));
     const tfSecret = (await c.get('/api/v1/settings', tf.console)).body.data.callback_signing_secret;
     assert.deepEqual(new Webhook(tfSecret).verify(hit.raw, hit.headers), {
-      export_id: r.body.data.id, status: 'failed', download_url: null, event_count: null, file_size_bytes: null,
+      export_id: r.body.data.id,
+      status: 'failed',
+      download_url: null,
+      event_count: null,
+      file_size_bytes: null,
     });
-    const feed = await server.db.query(`SELECT action FROM activity WHERE app_id = $1 AND entity_type = 'export' AND entity_id = $2 ORDER BY id`, [tf.appId, r.body.data.id]);
-    assert.deepEqual(feed.rows.map((x) => x.action), ['created', 'failed']);
+    const feed = await server.db.query(
+      `SELECT action FROM activity WHERE app_id = $1 AND entity_type = 'export' AND entity_id = $2 ORDER BY id`,
+      [tf.appId, r.body.data.id],
+    );
+    assert.deepEqual(
+      feed.rows.map((x) => x.action),
+      ['created', 'failed'],
+    );
   });
 
   it('answers 404 for unknown ids, other apps and the other environment', async () => {
@@ -236,13 +281,25 @@ describe('bulk export across a restart', () => {
     try {
       const c1 = client(s1.url);
       const tt = await createTenant(c1);
-      const refused = await c1.post('/api/v1/sdk/events/export/bulk', body({ callback_url: 'http://127.0.0.1:9/cb' }), key(tt.live));
+      const refused = await c1.post(
+        '/api/v1/sdk/events/export/bulk',
+        body({ callback_url: 'http://127.0.0.1:9/cb' }),
+        key(tt.live),
+      );
       assert.equal(refused.status, 400);
       assert.equal(refused.body.errors[0].path, '/body/callback_url');
-      const meta = await c1.post('/api/v1/sdk/events/export/bulk', body({ callback_url: 'http://169.254.169.254/latest' }), key(tt.live));
+      const meta = await c1.post(
+        '/api/v1/sdk/events/export/bulk',
+        body({ callback_url: 'http://169.254.169.254/latest' }),
+        key(tt.live),
+      );
       assert.equal(meta.status, 400);
 
-      await ingest(c1, tt.live, events.slice(0, 600).map((e) => ({ ...e, event_id: randomUUID() })));
+      await ingest(
+        c1,
+        tt.live,
+        events.slice(0, 600).map((e) => ({ ...e, event_id: randomUUID() })),
+      );
       const dbUrl = s1.databaseUrl;
       const lock = await lockEvents(dbUrl);
       const watch = new pg.Client({ connectionString: dbUrl });
@@ -253,14 +310,31 @@ describe('bulk export across a restart', () => {
         assert.equal(r.status, 202);
         id = r.body.data.id;
         // The job has started (claimed its run) and is now blocked reading events.
-        await waitFor('job started', async () => (await watch.query('SELECT attempts FROM exports WHERE id = $1', [id])).rows[0].attempts === 1);
-        await waitFor('job blocked on its read', async () =>
-          (await watch.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'DECLARE export_cursor%' AND state = 'active'`)).rows[0].n === 1);
+        await waitFor(
+          'job started',
+          async () => (await watch.query('SELECT attempts FROM exports WHERE id = $1', [id])).rows[0].attempts === 1,
+        );
+        await waitFor(
+          'job blocked on its read',
+          async () =>
+            (
+              await watch.query(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'DECLARE export_cursor%' AND state = 'active'`,
+              )
+            ).rows[0].n === 1,
+        );
         // Shutdown interrupts the run (its statement is cancelled); other readers blocked by the
         // lock (analytics rollups) must be let through before the pool can close.
         const stopping = s1.stop();
-        await waitFor('export run cancelled', async () =>
-          (await watch.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'DECLARE export_cursor%' AND state = 'active'`)).rows[0].n === 0);
+        await waitFor(
+          'export run cancelled',
+          async () =>
+            (
+              await watch.query(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'DECLARE export_cursor%' AND state = 'active'`,
+              )
+            ).rows[0].n === 0,
+        );
         await lock.release();
         await stopping;
         s1 = undefined;

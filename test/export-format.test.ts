@@ -18,9 +18,28 @@ function envelope(i: number): Record<string, unknown> {
     event_name: i % 3 ? 'screen_view' : 'paywall,view',
     ts_ms: 1_763_700_000_000 + i,
     user: { anon_id: randomUUID(), ...(i % 4 === 0 ? { user_id: `u"${i}é` } : {}) },
-    device: { platform: 'ios', os: '17.4', app_version: '1.2.3', sdk_version: '2.0.0', locale: 'fr_FR', country: 'FR', ...(i % 5 === 0 ? { framework: 'flutter', framework_version: null } : {}) },
-    context: { session_id: randomUUID(), screen: SCREENS[i % SCREENS.length], client_seq: i, ...(i % 6 === 0 ? { experiment_exposures: [{ exp: 'e"1', variant: 'v,1' }] } : {}) },
-    properties: { step: i % 7, label: `l${i % 3}`, flag: i % 2 === 0, nested: { a: [1, 'b', null] }, ...(i % 97 === 0 ? { big: 'é'.repeat(12_000) } : {}) },
+    device: {
+      platform: 'ios',
+      os: '17.4',
+      app_version: '1.2.3',
+      sdk_version: '2.0.0',
+      locale: 'fr_FR',
+      country: 'FR',
+      ...(i % 5 === 0 ? { framework: 'flutter', framework_version: null } : {}),
+    },
+    context: {
+      session_id: randomUUID(),
+      screen: SCREENS[i % SCREENS.length],
+      client_seq: i,
+      ...(i % 6 === 0 ? { experiment_exposures: [{ exp: 'e"1', variant: 'v,1' }] } : {}),
+    },
+    properties: {
+      step: i % 7,
+      label: `l${i % 3}`,
+      flag: i % 2 === 0,
+      nested: { a: [1, 'b', null] },
+      ...(i % 97 === 0 ? { big: 'é'.repeat(12_000) } : {}),
+    },
     privacy: { consent: { analytics: true } },
   };
   if (i === 11) e.received_at = 'client-sent'; // an unknown top-level key that export must overwrite in place
@@ -29,12 +48,15 @@ function envelope(i: number): Record<string, unknown> {
   return e;
 }
 
-const rows: [string, string][] = Array.from({ length: 3000 }, (_, i) => [JSON.stringify(envelope(i)), new Date(1_763_700_000_000 + Math.floor(i / 7) * 1000).toISOString()]);
+const rows: [string, string][] = Array.from({ length: 3000 }, (_, i) => [
+  JSON.stringify(envelope(i)),
+  new Date(1_763_700_000_000 + Math.floor(i / 7) * 1000).toISOString(),
+]);
 rows.push(['{}', '2026-01-01T00:00:00.000Z']);
 
 async function* batches(list: [string, string][]) {
   // Uneven batch sizes, as FETCH returns them at the end of a range.
-  for (let i = 0, n = 1; i < list.length; i += n, n = (n * 7 + 3) % 450 + 1) yield list.slice(i, i + n);
+  for (let i = 0, n = 1; i < list.length; i += n, n = ((n * 7 + 3) % 450) + 1) yield list.slice(i, i + n);
 }
 
 async function encode(list: [string, string][], format: 'json' | 'csv') {
@@ -68,7 +90,10 @@ describe('export file encoding', () => {
     assert.equal(text, `[\n${rows.map((r) => JSON.stringify(exported(r))).join(',\n')}\n]\n`);
     const file = JSON.parse(text);
     assert.equal(file[11].received_at, rows[11][1]);
-    assert.equal(Object.keys(file[11]).indexOf('received_at'), Object.keys(JSON.parse(rows[11][0])).indexOf('received_at'));
+    assert.equal(
+      Object.keys(file[11]).indexOf('received_at'),
+      Object.keys(JSON.parse(rows[11][0])).indexOf('received_at'),
+    );
     assert.equal(file[12].properties.received_at, 'a property');
     assert.deepEqual(file[13].extra_top_level, { kept: true });
     assert.deepEqual(file.at(-1), { received_at: '2026-01-01T00:00:00.000Z' });
@@ -83,8 +108,17 @@ describe('export file encoding', () => {
   });
 
   it('keeps stored text that is not compact valid and splices after trailing blanks', async () => {
-    const { text } = await encode([['{"a" : 1 }\n', 'R'], ['  {"b":[1,2]}  ', 'S']], 'json');
-    assert.deepEqual(JSON.parse(text), [{ a: 1, received_at: 'R' }, { b: [1, 2], received_at: 'S' }]);
+    const { text } = await encode(
+      [
+        ['{"a" : 1 }\n', 'R'],
+        ['  {"b":[1,2]}  ', 'S'],
+      ],
+      'json',
+    );
+    assert.deepEqual(JSON.parse(text), [
+      { a: 1, received_at: 'R' },
+      { b: [1, 2], received_at: 'S' },
+    ]);
   });
 
   it('writes an empty array or a bare header for an empty range', async () => {

@@ -25,12 +25,26 @@ const events = Array.from({ length: 2500 }, (_, i) =>
     ts_ms: base + Math.floor(i / 5) * 1000,
     user: { anon_id: randomUUID(), ...(i % 50 === 0 ? { user_id: 'u-carrier' } : {}) },
     context: { session_id: randomUUID(), screen: i % 3 === 0 ? 'home, "main"\nscreen' : undefined, client_seq: i },
-    properties: { step: i % 7, label: `l${i % 3}`, flag: i % 2 === 0, ...(i % 4 === 3 ? { mixed: i % 8 === 3 ? 'x' : 1 } : {}), nested: { a: [1, 'b'] } },
+    properties: {
+      step: i % 7,
+      label: `l${i % 3}`,
+      flag: i % 2 === 0,
+      ...(i % 4 === 3 ? { mixed: i % 8 === 3 ? 'x' : 1 } : {}),
+      nested: { a: [1, 'b'] },
+    },
   }),
-).map((e) => (e.context.screen === undefined ? { ...e, context: { session_id: e.context.session_id, client_seq: e.context.client_seq } } : e));
+).map((e) =>
+  e.context.screen === undefined
+    ? { ...e, context: { session_id: e.context.session_id, client_seq: e.context.client_seq } }
+    : e,
+);
 const linkedAnon = events[7].user.anon_id;
-const declined = Array.from({ length: 20 }, (_, i) => makeEvent({ ts_ms: base + i * 1000, privacy: { consent: { analytics: false } } }));
-const sandboxEvents = Array.from({ length: 9 }, (_, i) => makeEvent({ ts_ms: base + i * 1000, event_name: 'sandbox_only' }));
+const declined = Array.from({ length: 20 }, (_, i) =>
+  makeEvent({ ts_ms: base + i * 1000, privacy: { consent: { analytics: false } } }),
+);
+const sandboxEvents = Array.from({ length: 9 }, (_, i) =>
+  makeEvent({ ts_ms: base + i * 1000, event_name: 'sandbox_only' }),
+);
 const otherEvents = Array.from({ length: 5 }, (_, i) => makeEvent({ ts_ms: base + i * 1000 }));
 
 async function ingest(k: { public_key: string }, list: Record<string, any>[]) {
@@ -53,7 +67,11 @@ before(async () => {
   await ingest(t.live, declined);
   await ingest(t.sandbox, sandboxEvents);
   await ingest(other.live, otherEvents);
-  const id = await c.post('/api/v1/ingest/identify', { anon_id: linkedAnon, user_id: 'u-linked', ts_ms: Date.now() }, key(t.live));
+  const id = await c.post(
+    '/api/v1/ingest/identify',
+    { anon_id: linkedAnon, user_id: 'u-linked', ts_ms: Date.now() },
+    key(t.live),
+  );
   assert.ok(id.status < 300, id.text);
 });
 after(() => server.stop());
@@ -80,7 +98,10 @@ describe('paged export', () => {
       assert.equal(total, 2500);
       assert.equal(out.length, 2500);
       assert.equal(new Set(out.map((e) => e.event_id)).size, 2500);
-      assert.deepEqual(out.map((e) => e.event_id), expectedOrder);
+      assert.deepEqual(
+        out.map((e) => e.event_id),
+        expectedOrder,
+      );
     }
   });
 
@@ -98,7 +119,10 @@ describe('paged export', () => {
   });
 
   it('filters by event names, user id and dates (start inclusive, end exclusive)', async () => {
-    const names = await c.get(`/api/v1/sdk/events/export?${window}&event_names=paywall_view,%20session_start&limit=1000`, key(t.live));
+    const names = await c.get(
+      `/api/v1/sdk/events/export?${window}&event_names=paywall_view,%20session_start&limit=1000`,
+      key(t.live),
+    );
     assert.equal(names.body.meta.total, 1250);
     assert.ok(names.body.data.every((e: any) => ['paywall_view', 'session_start'].includes(e.event_name)));
 
@@ -106,7 +130,10 @@ describe('paged export', () => {
     assert.equal(carrier.body.meta.total, 50);
     assert.ok(carrier.body.data.every((e: any) => e.user.user_id === 'u-carrier'));
     const linked = await c.get(`/api/v1/sdk/events/export?${window}&user_id=u-linked`, key(t.live));
-    assert.deepEqual(linked.body.data.map((e: any) => e.event_id), [events[7].event_id]);
+    assert.deepEqual(
+      linked.body.data.map((e: any) => e.event_id),
+      [events[7].event_id],
+    );
 
     // ts groups of 5 per second: [base+10s, base+20s) holds seconds 10..19 = 50 events.
     const w = `start_date=${encodeURIComponent(iso(base + 10_000))}&end_date=${encodeURIComponent(iso(base + 20_000))}`;
@@ -115,7 +142,10 @@ describe('paged export', () => {
     assert.ok(dates.body.data.every((e: any) => e.ts_ms >= base + 10_000 && e.ts_ms < base + 20_000));
     // Offsets other than Z are honoured.
     const shifted = new Date(base + 10_000 + 2 * 3600_000).toISOString().replace('Z', '+02:00');
-    const off = await c.get(`/api/v1/sdk/events/export?start_date=${encodeURIComponent(shifted)}&end_date=${encodeURIComponent(iso(base + 20_000))}`, key(t.live));
+    const off = await c.get(
+      `/api/v1/sdk/events/export?start_date=${encodeURIComponent(shifted)}&end_date=${encodeURIComponent(iso(base + 20_000))}`,
+      key(t.live),
+    );
     assert.equal(off.body.meta.total, 50);
   });
 
@@ -154,7 +184,11 @@ describe('paged export', () => {
       assert.equal(r.status, 403, p);
       assert.equal(r.body.code, 'forbidden');
     }
-    const bulk = await c.post('/api/v1/sdk/events/export/bulk', { start_date: iso(base), end_date: iso(base + 1000) }, key(plain.body.data));
+    const bulk = await c.post(
+      '/api/v1/sdk/events/export/bulk',
+      { start_date: iso(base), end_date: iso(base + 1000) },
+      key(plain.body.data),
+    );
     assert.equal(bulk.status, 403);
     assert.equal((await c.get(`/api/v1/sdk/events/export?${window}`)).status, 401);
 
@@ -185,12 +219,18 @@ describe('download', () => {
     const file = JSON.parse(await res.text());
     const { out } = await pageAll(1000);
     assert.deepEqual(file, out);
-    const empty = await c.get(`/api/v1/sdk/events/export/download?start_date=2020-01-01T00:00:00Z&end_date=2020-01-02T00:00:00Z`, key(t.live));
+    const empty = await c.get(
+      `/api/v1/sdk/events/export/download?start_date=2020-01-01T00:00:00Z&end_date=2020-01-02T00:00:00Z`,
+      key(t.live),
+    );
     assert.deepEqual(empty.body, []);
   });
 
   it('streams CSV that a CSV parser reads back into the same events', async () => {
-    const res = await fetch(`${server.url}/api/v1/sdk/events/export/download?${window}&format=csv&event_names=paywall_view,app_open`, { headers: key(t.live) });
+    const res = await fetch(
+      `${server.url}/api/v1/sdk/events/export/download?${window}&format=csv&event_names=paywall_view,app_open`,
+      { headers: key(t.live) },
+    );
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type')!, /text\/csv/);
     assert.match(res.headers.get('content-disposition')!, /^attachment; filename="events-.+\.csv"$/);
@@ -198,7 +238,10 @@ describe('download', () => {
     const rows: Record<string, string>[] = parse(csvText, { columns: true });
     // Byte-identical to what csv-stringify makes of the same records (the quoting is ours, inlined for speed).
     assert.equal(csvText, stringify([Object.keys(rows[0]), ...rows.map((r) => Object.values(r))]));
-    const json = await c.get(`/api/v1/sdk/events/export/download?${window}&event_names=paywall_view,app_open`, key(t.live));
+    const json = await c.get(
+      `/api/v1/sdk/events/export/download?${window}&event_names=paywall_view,app_open`,
+      key(t.live),
+    );
     assert.equal(rows.length, 1250);
     assert.equal(json.body.length, 1250);
     assert.ok(Object.keys(rows[0]).includes('device.platform'));
@@ -206,7 +249,8 @@ describe('download', () => {
       const expected = flatten(json.body[i]);
       for (const [col, value] of Object.entries(row)) {
         const at = col.split('.').reduce((o: any, k) => o?.[k], json.body[i]);
-        if (col === 'properties' || col === 'context.experiment_exposures') assert.deepEqual(value === '' ? undefined : JSON.parse(value), at);
+        if (col === 'properties' || col === 'context.experiment_exposures')
+          assert.deepEqual(value === '' ? undefined : JSON.parse(value), at);
         else assert.equal(value, expected[col] ?? '', `${col} of row ${i}`);
       }
       // Every field of the JSON object is in the CSV.
@@ -222,14 +266,21 @@ describe('download lifecycle', () => {
   it('releases the cursor and the download slot when the client goes away mid-file', async () => {
     for (let i = 0; i < 3; i++) {
       const ac = new AbortController();
-      const res = await fetch(`${server.url}/api/v1/sdk/events/export/download?${window}&format=${i % 2 ? 'csv' : 'json'}`, { headers: key(t.live), signal: ac.signal });
+      const res = await fetch(
+        `${server.url}/api/v1/sdk/events/export/download?${window}&format=${i % 2 ? 'csv' : 'json'}`,
+        { headers: key(t.live), signal: ac.signal },
+      );
       const reader = res.body!.getReader();
       await reader.read();
       ac.abort();
       await reader.cancel().catch(() => undefined);
     }
     const openCursors = async () =>
-      (await server.db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'FETCH % FROM export_cursor' AND state <> 'idle'`)).rows[0].n;
+      (
+        await server.db.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'FETCH % FROM export_cursor' AND state <> 'idle'`,
+        )
+      ).rows[0].n;
     for (let i = 0; i < 50 && (await openCursors()) > 0; i++) await sleep(100);
     assert.equal(await openCursors(), 0);
     // The per-app limit of 2 concurrent downloads was released each time.
@@ -249,7 +300,10 @@ describe('schema', () => {
       if (data.length === 4 && data.every((d) => d.count === 625)) break;
       await sleep(250);
     }
-    assert.deepEqual(data.map((d) => d.event_name), [...NAMES].sort());
+    assert.deepEqual(
+      data.map((d) => d.event_name),
+      [...NAMES].sort(),
+    );
     const paywall = data.find((d) => d.event_name === 'paywall_view');
     assert.equal(paywall.count, 625);
     const first = events.filter((e) => e.event_name === 'paywall_view').map((e) => e.ts_ms);
@@ -261,14 +315,19 @@ describe('schema', () => {
     assert.deepEqual(purchase.properties.find((p: any) => p.name === 'mixed').types, ['number', 'string']);
 
     const sb = await c.get('/api/v1/sdk/events/export/schema', key(t.sandbox));
-    assert.deepEqual(sb.body.data.map((d: any) => [d.event_name, d.count]), [['sandbox_only', 9]]);
+    assert.deepEqual(
+      sb.body.data.map((d: any) => [d.event_name, d.count]),
+      [['sandbox_only', 9]],
+    );
 
     // New events are folded in incrementally.
     await ingest(t.live, [makeEvent({ event_name: 'brand_new', ts_ms: base, properties: { k: null } })]);
     let fresh: any;
     for (let i = 0; i < 40 && !fresh; i++) {
       await sleep(250);
-      fresh = (await c.get('/api/v1/sdk/events/export/schema', key(t.live))).body.data.find((d: any) => d.event_name === 'brand_new');
+      fresh = (await c.get('/api/v1/sdk/events/export/schema', key(t.live))).body.data.find(
+        (d: any) => d.event_name === 'brand_new',
+      );
     }
     assert.deepEqual(fresh?.properties, [{ name: 'k', types: ['null'] }]);
     assert.equal(fresh.count, 1);

@@ -70,9 +70,11 @@ function sampleString(s: Schema): string {
   let v = 'abc';
   if (s.format === 'uuid' || p.includes('[0-9a-fA-F]{8}')) v = randomUUID();
   else if (s.format === 'date-time') v = new Date(Date.now() - 60_000).toISOString();
-  else if (s.format === 'date' || p.includes('\\d{4}-\\d{2}-\\d{2}') || p.includes('[0-9]{4}-')) v = new Date().toISOString().slice(0, 10);
+  else if (s.format === 'date' || p.includes('\\d{4}-\\d{2}-\\d{2}') || p.includes('[0-9]{4}-'))
+    v = new Date().toISOString().slice(0, 10);
   else if (s.format === 'email') v = `fuzz-${randomUUID().slice(0, 8)}@example.com`;
-  else if (s.format === 'uri' || p.startsWith('^https?') || p.startsWith('^https://')) v = p.startsWith('^https://') ? 'https://127.0.0.1:9/x' : LOCAL_URL;
+  else if (s.format === 'uri' || p.startsWith('^https?') || p.startsWith('^https://'))
+    v = p.startsWith('^https://') ? 'https://127.0.0.1:9/x' : LOCAL_URL;
   else if (p.includes('[0-9]{1,6}\\.')) v = '1.0.0';
   else if (p === '^[A-Za-z]{2}$' || p === '^[A-Z]{3}$') v = p.includes('{3}') ? 'EUR' : 'US';
   else if (p.startsWith('^[0-9]')) v = '123';
@@ -109,7 +111,8 @@ function sample(doc: Doc, schema: Schema | undefined, depth = 0): unknown {
     default: {
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries<Schema>(s.properties ?? {})) out[k] = sample(doc, v, depth + 1);
-      if (!s.properties && s.additionalProperties && typeof s.additionalProperties === 'object') out.key1 = sample(doc, s.additionalProperties, depth + 1);
+      if (!s.properties && s.additionalProperties && typeof s.additionalProperties === 'object')
+        out.key1 = sample(doc, s.additionalProperties, depth + 1);
       return type === undefined && !s.properties ? 'abc' : out;
     }
   }
@@ -165,7 +168,9 @@ function isProblem(contentType: string | null, text: string): boolean {
 }
 
 describe('every route of the OpenAPI document, with hostile input', () => {
-  it('never answers 5xx, and ingestion stores the valid events of a batch exactly once', { timeout: 240_000 }, async () => {
+  it('never answers 5xx, and ingestion stores the valid events of a batch exactly once', {
+    timeout: 240_000,
+  }, async () => {
     const { c, server } = suite;
     const started = Date.now();
     const docRes = await c.get('/docs/json');
@@ -178,7 +183,11 @@ describe('every route of the OpenAPI document, with hostile input', () => {
     const adminAuth = { authorization: `Bearer ${admin.body.token}` };
     const org = await c.post('/api/v1/organizations', { name: 'Fuzz' }, adminAuth);
     const app = await c.post(`/api/v1/organizations/${org.body.data.id}/apps`, { name: 'Fuzz' }, adminAuth);
-    const key = await c.post('/api/v1/sdk/api-keys', { environment: 'sandbox', permissions: ['export_data'] }, { ...adminAuth, 'x-tenant-id': org.body.data.id, 'x-app-id': app.body.data.id });
+    const key = await c.post(
+      '/api/v1/sdk/api-keys',
+      { environment: 'sandbox', permissions: ['export_data'] },
+      { ...adminAuth, 'x-tenant-id': org.body.data.id, 'x-app-id': app.body.data.id },
+    );
     assert.equal(key.status, 201, key.text);
     const headers: Record<string, string> = {
       ...adminAuth,
@@ -213,18 +222,29 @@ describe('every route of the OpenAPI document, with hostile input', () => {
         const base = bodySchema ? sample(doc, bodySchema) : undefined;
         const M = method.toUpperCase();
         const add = (what: string, url: string, body?: unknown, batch = false) =>
-          probes.push({ method: M, url, body: body === undefined ? undefined : typeof body === 'string' ? body : encodeBody(body), what: `${M} ${template} ${what}`, batch });
+          probes.push({
+            method: M,
+            url,
+            body: body === undefined ? undefined : typeof body === 'string' ? body : encodeBody(body),
+            what: `${M} ${template} ${what}`,
+            batch,
+          });
         add('baseline', build(), base);
         for (const p of params.filter((x) => x.in === 'path' || x.in === 'query')) {
-          for (const [name, raw] of HOSTILE_PARAMS) add(`${p.in} ${p.name}: ${name}`, build({ name: p.name, raw }), base);
+          for (const [name, raw] of HOSTILE_PARAMS)
+            add(`${p.in} ${p.name}: ${name}`, build({ name: p.name, raw }), base);
         }
         if (template === '/api/v1/ingest/events') {
           // Hostile values in one event, between two valid ones.
           const ev = makeEvent({ properties: { plan: 'pro', tags: ['a'], nested: { x: 'y' } } });
           const { values, objects } = places(ev);
           const variants: [string, unknown][] = [];
-          for (const p of values) for (const [name, v] of HOSTILE_VALUES) variants.push([`event${p.map((k) => `/${k}`).join('')}: ${name}`, setAt(ev, p, v)]);
-          for (const p of objects) for (const k of HOSTILE_KEYS) variants.push([`event${p.map((x) => `/${x}`).join('')} key ${JSON.stringify(k)}`, addKey(ev, p, k)]);
+          for (const p of values)
+            for (const [name, v] of HOSTILE_VALUES)
+              variants.push([`event${p.map((k) => `/${k}`).join('')}: ${name}`, setAt(ev, p, v)]);
+          for (const p of objects)
+            for (const k of HOSTILE_KEYS)
+              variants.push([`event${p.map((x) => `/${x}`).join('')} key ${JSON.stringify(k)}`, addKey(ev, p, k)]);
           for (const [what, bad] of variants) {
             const valid = [makeEvent(), makeEvent()];
             const body = encodeBody({ batch: [valid[0], { ...(bad as object), event_id: randomUUID() }, valid[1]] });
@@ -237,9 +257,19 @@ describe('every route of the OpenAPI document, with hostile input', () => {
         }
         if (base === undefined) continue;
         const { values, objects } = places(base);
-        for (const p of values) for (const [name, v] of HOSTILE_VALUES) add(`body${p.map((k) => `/${k}`).join('')}: ${name}`, build(), setAt(base, p, v));
-        for (const p of objects) for (const k of HOSTILE_KEYS) add(`body${p.map((x) => `/${x}`).join('')} key ${JSON.stringify(k)}`, build(), addKey(base, p, k));
-        for (const [name, v] of [['array body', []], ['string body', 'x'], ['null body', null], ['deep body', DEEP]] as const) add(name, build(), v);
+        for (const p of values)
+          for (const [name, v] of HOSTILE_VALUES)
+            add(`body${p.map((k) => `/${k}`).join('')}: ${name}`, build(), setAt(base, p, v));
+        for (const p of objects)
+          for (const k of HOSTILE_KEYS)
+            add(`body${p.map((x) => `/${x}`).join('')} key ${JSON.stringify(k)}`, build(), addKey(base, p, k));
+        for (const [name, v] of [
+          ['array body', []],
+          ['string body', 'x'],
+          ['null body', null],
+          ['deep body', DEEP],
+        ] as const)
+          add(name, build(), v);
       }
     }
 
@@ -262,10 +292,13 @@ describe('every route of the OpenAPI document, with hostile input', () => {
           signal: ctl.signal,
         });
         // Event streams stay open: the status is the answer.
-        const text = res.headers.get('content-type')?.startsWith('text/event-stream') ? (await res.body?.cancel(), '') : await res.text();
+        const text = res.headers.get('content-type')?.startsWith('text/event-stream')
+          ? (await res.body?.cancel(), '')
+          : await res.text();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status >= 500) failures.push(`${p.what} -> ${res.status} ${text.slice(0, 200)}`);
-        else if (res.status >= 400 && !isProblem(res.headers.get('content-type'), text)) failures.push(`${p.what} -> ${res.status} not problem+json: ${text.slice(0, 200)}`);
+        else if (res.status >= 400 && !isProblem(res.headers.get('content-type'), text))
+          failures.push(`${p.what} -> ${res.status} not problem+json: ${text.slice(0, 200)}`);
         if (p.batch) answers.set(p, { status: res.status, body: text ? JSON.parse(text) : null });
       } catch (err) {
         failures.push(`${p.what} -> ${(err as Error).message}`);
@@ -297,6 +330,7 @@ describe('every route of the OpenAPI document, with hostile input', () => {
     assert.ok(ingestBatches.length > 50, 'ingestion batches with hostile events');
     assert.deepEqual(failures.slice(0, 25), [], `${failures.length} answers were 5xx or failed`);
     assert.deepEqual(missing.slice(0, 10), [], `${missing.length} valid events not stored exactly once`);
-    for (const [p, a] of answers) if (a.status === 202) assert.ok(a.body.accepted + a.body.rejected === 3, `${p.what}: accepted + rejected = 3`);
+    for (const [p, a] of answers)
+      if (a.status === 202) assert.ok(a.body.accepted + a.body.rejected === 3, `${p.what}: accepted + rejected = 3`);
   });
 });

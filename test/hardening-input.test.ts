@@ -12,7 +12,8 @@ const sdk = () => ({ 'x-api-key': suite.t.sandbox.public_key });
 
 // Hostile nesting is written as text: the test's own JSON.stringify would overflow on it.
 const DEEP = '"__deep__"';
-const deepJson = (value: unknown) => JSON.stringify(value).replace(DEEP, '{"d":'.repeat(10_000) + '1' + '}'.repeat(10_000));
+const deepJson = (value: unknown) =>
+  JSON.stringify(value).replace(DEEP, '{"d":'.repeat(10_000) + '1' + '}'.repeat(10_000));
 
 const nested = (depth: number): unknown => {
   let v: unknown = 1;
@@ -21,10 +22,10 @@ const nested = (depth: number): unknown => {
 };
 
 async function storedCount(ids: string[]): Promise<number> {
-  const { rows } = await suite.server.db.query('SELECT count(*)::int AS n FROM events WHERE app_id = $1 AND event_id = ANY ($2::uuid[])', [
-    suite.t.appId,
-    ids,
-  ]);
+  const { rows } = await suite.server.db.query(
+    'SELECT count(*)::int AS n FROM events WHERE app_id = $1 AND event_id = ANY ($2::uuid[])',
+    [suite.t.appId, ids],
+  );
   return rows[0].n;
 }
 
@@ -40,14 +41,21 @@ describe('hostile values in an ingest batch', () => {
     ['NUL in a property value', makeEvent({ properties: { q: 'a\u0000b' } }), '/properties/q'],
     ['NUL in a property key', makeEvent({ properties: { 'k\u0000': 1 } }), '/properties/k\u0000'],
     ['NUL in device.locale', makeEvent({ device: { ...makeEvent().device, locale: 'en\u0000' } }), '/device/locale'],
-    ['NUL in context.screen', makeEvent({ context: { session_id: makeEvent().context.session_id, screen: '\u0000' } }), '/context/screen'],
+    [
+      'NUL in context.screen',
+      makeEvent({ context: { session_id: makeEvent().context.session_id, screen: '\u0000' } }),
+      '/context/screen',
+    ],
     ['a lone surrogate deep in properties', makeEvent({ properties: { a: [{ b: 'x\ud800' }] } }), '/properties/a/0/b'],
     ['10,000-deep properties', makeEvent({ properties: { deep: '__deep__' } }), ''],
     ['an unknown field with NUL', makeEvent({ extra: { note: '\u0000' } }), '/extra/note'],
   ];
 
   it('rejects each bad event alone with index, path and reason, stores the rest once', async () => {
-    const good = [makeEvent(), makeEvent({ properties: { emoji: '\ud83d\ude00', nested: nested(MAX_JSON_DEPTH - 3) } })];
+    const good = [
+      makeEvent(),
+      makeEvent({ properties: { emoji: '\ud83d\ude00', nested: nested(MAX_JSON_DEPTH - 3) } }),
+    ];
     const batch = [good[0], ...poison.map(([, e]) => e), good[1]];
     for (let round = 0; round < 2; round++) {
       const r = await suite.c.post('/api/v1/ingest/events', deepJson({ batch }), sdk());
@@ -69,20 +77,36 @@ describe('hostile values in an ingest batch', () => {
   });
 
   it('refuses a hostile whole body with a 400 naming the field', async () => {
-    const deep = await suite.c.post('/api/v1/ingest/identify', deepJson({ anon_id: makeEvent().user.anon_id, user_id: 'u1', ts_ms: Date.now(), traits: '__deep__' }), sdk());
+    const deep = await suite.c.post(
+      '/api/v1/ingest/identify',
+      deepJson({ anon_id: makeEvent().user.anon_id, user_id: 'u1', ts_ms: Date.now(), traits: '__deep__' }),
+      sdk(),
+    );
     assertProblem(deep, 400, 'validation_failed');
     assert.match(deep.body.errors[0].path, /^\/body\/traits\/d\/d/);
-    const nul = await suite.c.post('/api/v1/ingest/identify', { anon_id: makeEvent().user.anon_id, user_id: 'u1', ts_ms: Date.now(), traits: { 'n\u0000': 1 } }, sdk());
+    const nul = await suite.c.post(
+      '/api/v1/ingest/identify',
+      { anon_id: makeEvent().user.anon_id, user_id: 'u1', ts_ms: Date.now(), traits: { 'n\u0000': 1 } },
+      sdk(),
+    );
     assertProblem(nul, 400, 'validation_failed');
     assert.equal(nul.body.errors[0].path, '/body/traits/n\u0000');
     const rc = await suite.c.put('/api/v1/remote-config', { values: { greeting: 'hi\ud800' } }, suite.t.console);
     assertProblem(rc, 400, 'validation_failed');
     assert.equal(rc.body.errors[0].path, '/body/values/greeting');
-    const wide = await suite.c.put('/api/v1/remote-config', { values: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, i])) }, suite.t.console);
+    const wide = await suite.c.put(
+      '/api/v1/remote-config',
+      { values: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, i])) },
+      suite.t.console,
+    );
     assertProblem(wide, 400, 'validation_failed');
     const q = await suite.c.get('/api/v1/sdk/option-sets/colors/items?q=%00', sdk());
     assertProblem(q, 400, 'validation_failed');
-    const hook = await suite.c.post('/api/v1/webhooks', { url: 'http://127.0.0.1:1/h', events: ['user.identified'], description: 'x\u0000' }, suite.t.console);
+    const hook = await suite.c.post(
+      '/api/v1/webhooks',
+      { url: 'http://127.0.0.1:1/h', events: ['user.identified'], description: 'x\u0000' },
+      suite.t.console,
+    );
     assertProblem(hook, 400, 'validation_failed');
     assert.equal(hook.body.errors[0].path, '/body/description');
   });
@@ -95,7 +119,11 @@ describe('empty bodies of actions whose fields are all optional', () => {
       ['JSON content type, empty body', { 'content-type': 'application/json' }, ''],
       ['{}', { 'content-type': 'application/json' }, '{}'],
     ];
-    const hook = await suite.c.post('/api/v1/webhooks', { url: 'http://127.0.0.1:1/h', events: ['user.identified'] }, suite.t.console);
+    const hook = await suite.c.post(
+      '/api/v1/webhooks',
+      { url: 'http://127.0.0.1:1/h', events: ['user.identified'] },
+      suite.t.console,
+    );
     assert.equal(hook.status, 201, hook.text);
     for (const [what, headers, body] of variants) {
       const key = await suite.c.post('/api/v1/sdk/api-keys', { environment: 'sandbox' }, suite.t.console);
@@ -122,18 +150,29 @@ describe('empty bodies of actions whose fields are all optional', () => {
 
 describe('framework refusals are problem+json', () => {
   it('without CORS_ORIGINS no origin is allowed (no CORS headers, preflight not answered)', async () => {
-    const r = await fetch(`${suite.server.url}/api/v1/me`, { method: 'OPTIONS', headers: { origin: 'https://x.example.com', 'access-control-request-method': 'GET' } });
+    const r = await fetch(`${suite.server.url}/api/v1/me`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://x.example.com', 'access-control-request-method': 'GET' },
+    });
     assert.equal(r.headers.get('access-control-allow-origin'), null);
     assert.equal(r.status, 404);
   });
 
   it('a JSON body sent as text/plain answers 415', async () => {
-    const r = await suite.c.raw('POST', '/api/v1/webhooks', '{"url":"http://127.0.0.1:1/h","events":["user.identified"]}', { ...suite.t.console, 'content-type': 'text/plain' });
+    const r = await suite.c.raw(
+      'POST',
+      '/api/v1/webhooks',
+      '{"url":"http://127.0.0.1:1/h","events":["user.identified"]}',
+      { ...suite.t.console, 'content-type': 'text/plain' },
+    );
     assertProblem(r, 415, 'unsupported_media_type');
   });
 
   it('malformed JSON answers 400 validation_failed', async () => {
-    const r = await suite.c.raw('POST', '/api/v1/webhooks', '{"url":', { ...suite.t.console, 'content-type': 'application/json' });
+    const r = await suite.c.raw('POST', '/api/v1/webhooks', '{"url":', {
+      ...suite.t.console,
+      'content-type': 'application/json',
+    });
     assertProblem(r, 400, 'validation_failed');
   });
 
@@ -141,7 +180,12 @@ describe('framework refusals are problem+json', () => {
     const url = new URL(suite.server.url);
     const raw = await new Promise<string>((resolve, reject) => {
       const s = net.connect(Number(url.port), url.hostname, () => {
-        s.write(Buffer.from(`GET /api/v1/sdk/option-sets/colors/items?q=Île HTTP/1.1\r\nHost: x\r\nx-api-key: ${suite.t.sandbox.public_key}\r\n\r\n`, 'utf8'));
+        s.write(
+          Buffer.from(
+            `GET /api/v1/sdk/option-sets/colors/items?q=Île HTTP/1.1\r\nHost: x\r\nx-api-key: ${suite.t.sandbox.public_key}\r\n\r\n`,
+            'utf8',
+          ),
+        );
       });
       let got = '';
       s.on('data', (d) => (got += d.toString('utf8')));

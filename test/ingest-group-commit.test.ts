@@ -10,14 +10,21 @@ import { useTenantApp } from './helpers/suite.js';
 // One writer, so that a lock held by the test stops it; requests arriving meanwhile queue behind it
 // and form the next group. A queued request waits at most 3 s; the queue holds at most 1 MB.
 const QUEUE_MAX_MS = 3000;
-const suite = useTenantApp({ INGEST_WRITERS: '1', INGEST_QUEUE_MAX_MS: String(QUEUE_MAX_MS), INGEST_QUEUE_MAX_MB: '1', WEBHOOK_POLL_MS: '60000' });
+const suite = useTenantApp({
+  INGEST_WRITERS: '1',
+  INGEST_QUEUE_MAX_MS: String(QUEUE_MAX_MS),
+  INGEST_QUEUE_MAX_MB: '1',
+  WEBHOOK_POLL_MS: '60000',
+});
 const apps: Tenant[] = [];
 
-const send = (t: Tenant, batch: unknown[]) => suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': t.live.public_key });
+const send = (t: Tenant, batch: unknown[]) =>
+  suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': t.live.public_key });
 const events = (n: number, over: Record<string, unknown> = {}) => Array.from({ length: n }, () => makeEvent(over));
 const ids = (batch: Record<string, any>[]) => batch.map((e) => e.event_id as string);
 const count = async (eventIds: string[]) =>
-  (await suite.server.db.query('SELECT count(*)::int AS n FROM events WHERE event_id = ANY($1::uuid[])', [eventIds])).rows[0].n as number;
+  (await suite.server.db.query('SELECT count(*)::int AS n FROM events WHERE event_id = ANY($1::uuid[])', [eventIds]))
+    .rows[0].n as number;
 
 /** Holds a lock that stops the writer's next insert, with a request already stuck behind it. */
 async function stallWriter() {
@@ -71,7 +78,10 @@ describe('ingest: group commit', () => {
     const sent = batches.map(({ t, b }) => watched(send(t, b), b));
     // Time for the requests to arrive and queue behind the stalled writer (nothing to poll: they wait in memory).
     await sleep(1000);
-    assert.ok(sent.every((s) => !s.answered), 'nothing is answered before its commit');
+    assert.ok(
+      sent.every((s) => !s.answered),
+      'nothing is answered before its commit',
+    );
     assert.equal(await count(batches.flatMap(({ b }) => ids(b))), 0);
     await release();
     assert.equal((await stuck).r.status, 202);
@@ -99,7 +109,11 @@ describe('ingest: group commit', () => {
       const { stuck, release } = await stallWriter();
       const good = apps.slice(0, 2).map((t) => ({
         t,
-        b: [...events(10), makeEvent({ event_name: 'onboarding_flow_started' }), makeEvent({ properties: { option_set_id: `set-${t.appId}`, option_value: 'v1' } })],
+        b: [
+          ...events(10),
+          makeEvent({ event_name: 'onboarding_flow_started' }),
+          makeEvent({ properties: { option_set_id: `set-${t.appId}`, option_value: 'v1' } }),
+        ],
       }));
       const badBatch = events(10);
       const sent = [send(good[0].t, good[0].b), send(bad, badBatch), send(good[1].t, good[1].b)];
@@ -113,9 +127,14 @@ describe('ingest: group commit', () => {
       assert.equal(b.body.code, 'internal_error');
       for (const { t, b: batch } of good) {
         assert.equal(await count(ids(batch)), batch.length);
-        const ob = await suite.server.db.query(`SELECT count(*)::int AS n FROM outbox WHERE app_id = $1 AND event_type = 'onboarding.started'`, [t.appId]);
+        const ob = await suite.server.db.query(
+          `SELECT count(*)::int AS n FROM outbox WHERE app_id = $1 AND event_type = 'onboarding.started'`,
+          [t.appId],
+        );
         assert.equal(ob.rows[0].n, 1, 'outbox entry written once');
-        const lk = await suite.server.db.query('SELECT count(*)::int AS n FROM option_value_locks WHERE app_id = $1', [t.appId]);
+        const lk = await suite.server.db.query('SELECT count(*)::int AS n FROM option_value_locks WHERE app_id = $1', [
+          t.appId,
+        ]);
         assert.equal(lk.rows[0].n, 1);
       }
       assert.equal(await count(ids(badBatch)), 0);
@@ -226,7 +245,11 @@ describe('ingest: kill -9 during group commits', () => {
         tenants.map(async (t) => {
           const all = sentBatches.filter((s) => s.t === t).flatMap((s) => s.b);
           for (let i = 0; i < all.length; i += 500) {
-            const r = await second.c.post('/api/v1/ingest/events', { batch: all.slice(i, i + 500) }, { 'x-api-key': t.live.public_key });
+            const r = await second.c.post(
+              '/api/v1/ingest/events',
+              { batch: all.slice(i, i + 500) },
+              { 'x-api-key': t.live.public_key },
+            );
             assert.equal(r.status, 202, r.text);
           }
         }),

@@ -9,9 +9,15 @@ import { useTenantApp } from './helpers/suite.js';
 // WEBHOOK_POLL_MS, 500 by default), which raced those reads: it polls once a minute here.
 const suite = useTenantApp({ WEBHOOK_POLL_MS: '60000' });
 
-const send = (batch: unknown[], key = suite.t.live.public_key) => suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
+const send = (batch: unknown[], key = suite.t.live.public_key) =>
+  suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
 const stored = async (ids: string[]) =>
-  (await suite.server.db.query('SELECT event_id::text, environment, consent, received_at, payload FROM events WHERE event_id = ANY($1::uuid[])', [ids])).rows;
+  (
+    await suite.server.db.query(
+      'SELECT event_id::text, environment, consent, received_at, payload FROM events WHERE event_id = ANY($1::uuid[])',
+      [ids],
+    )
+  ).rows;
 
 describe('ingest: batch rules', () => {
   it('accepts a valid batch with 202 and commits it before answering', async () => {
@@ -55,15 +61,41 @@ describe('ingest: batch rules', () => {
 describe('ingest: per-event validation', () => {
   const now = Date.now();
   const cases: [string, Record<string, any>, string][] = [
-    ['missing device.platform', { device: { os: '1', app_version: '1', sdk_version: '1', locale: 'en_US', country: 'US' } }, 'missing_field'],
+    [
+      'missing device.platform',
+      { device: { os: '1', app_version: '1', sdk_version: '1', locale: 'en_US', country: 'US' } },
+      'missing_field',
+    ],
     ['missing event_id', { event_id: undefined }, 'missing_field'],
     ['ts_ms not a number', { ts_ms: 'yesterday' }, 'invalid_field'],
-    ['platform outside list', { device: { platform: 'web', os: '1', app_version: '1', sdk_version: '1', locale: 'en_US', country: 'US' } }, 'invalid_field'],
-    ['framework outside list', { device: { platform: 'ios', framework: 'unity', os: '1', app_version: '1', sdk_version: '1', locale: 'en_US', country: 'US' } }, 'invalid_field'],
+    [
+      'platform outside list',
+      { device: { platform: 'web', os: '1', app_version: '1', sdk_version: '1', locale: 'en_US', country: 'US' } },
+      'invalid_field',
+    ],
+    [
+      'framework outside list',
+      {
+        device: {
+          platform: 'ios',
+          framework: 'unity',
+          os: '1',
+          app_version: '1',
+          sdk_version: '1',
+          locale: 'en_US',
+          country: 'US',
+        },
+      },
+      'invalid_field',
+    ],
     ['event_id not a uuid', { event_id: 'abc' }, 'invalid_field'],
     ['anon_id not a uuid', { user: { anon_id: 'device-1' } }, 'invalid_field'],
     ['session_id missing', { context: {} }, 'missing_field'],
-    ['country not ISO', { device: { platform: 'ios', os: '1', app_version: '1', sdk_version: '1', locale: 'en_US', country: 'USA' } }, 'invalid_field'],
+    [
+      'country not ISO',
+      { device: { platform: 'ios', os: '1', app_version: '1', sdk_version: '1', locale: 'en_US', country: 'USA' } },
+      'invalid_field',
+    ],
     ['consent missing', { privacy: {} }, 'missing_field'],
     ['consent not boolean', { privacy: { consent: { analytics: 'yes' } } }, 'invalid_field'],
     ['schema_version 2', { schema_version: 2 }, 'invalid_field'],
@@ -92,14 +124,35 @@ describe('ingest: per-event validation', () => {
     assert.equal(r.body.errors.find((e: any) => e.index === cases.length + 2).code, 'invalid_field');
     assert.equal(r.body.errors.find((e: any) => e.index === 1).event_id, bad[0].event_id);
     assert.equal((await stored(good.map((e) => e.event_id))).length, 2);
-    assert.equal((await stored(bad.filter((e) => typeof e.event_id === 'string' && e.event_id.length === 36).map((e) => e.event_id))).length, 0);
+    assert.equal(
+      (
+        await stored(
+          bad.filter((e) => typeof e.event_id === 'string' && e.event_id.length === 36).map((e) => e.event_id),
+        )
+      ).length,
+      0,
+    );
   });
 
   it('ignores unknown fields and accepts optional ones', async () => {
     const e = makeEvent({
       extra_top: { anything: true },
-      context: { session_id: randomUUID(), screen: 'home', client_seq: 7, experiment_exposures: [{ exp: 'e1', variant: 'b' }] },
-      device: { platform: 'android', os: '14', app_version: '3', sdk_version: '2', framework: 'flutter', framework_version: '1.0', locale: 'de_DE', country: 'de' },
+      context: {
+        session_id: randomUUID(),
+        screen: 'home',
+        client_seq: 7,
+        experiment_exposures: [{ exp: 'e1', variant: 'b' }],
+      },
+      device: {
+        platform: 'android',
+        os: '14',
+        app_version: '3',
+        sdk_version: '2',
+        framework: 'flutter',
+        framework_version: '1.0',
+        locale: 'de_DE',
+        country: 'de',
+      },
     });
     const r = await send([e]);
     assert.equal(r.body.accepted, 1);
@@ -113,7 +166,9 @@ describe('ingest: per-event validation', () => {
     const e = makeEvent({ event_name: name, user: { anon_id: randomUUID(), user_id: userId } });
     const r = await send([e]);
     assert.equal(r.body.accepted, 1, JSON.stringify(r.body));
-    const { rows } = await suite.server.db.query('SELECT event_name, user_id FROM events WHERE event_id = $1', [e.event_id]);
+    const { rows } = await suite.server.db.query('SELECT event_name, user_id FROM events WHERE event_id = $1', [
+      e.event_id,
+    ]);
     assert.deepEqual(rows[0], { event_name: name, user_id: userId });
   });
 });
@@ -127,7 +182,9 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     const retry = await send(batch);
     assert.equal(retry.status, 202);
     assert.equal(retry.body.accepted, 3);
-    const { rows } = await suite.server.db.query('SELECT count(*)::int AS n FROM events WHERE event_id = $1', [e.event_id]);
+    const { rows } = await suite.server.db.query('SELECT count(*)::int AS n FROM events WHERE event_id = $1', [
+      e.event_id,
+    ]);
     assert.equal(rows[0].n, 1);
   });
 
@@ -138,7 +195,10 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     assert.equal(r.body.consent_declined, 1);
     const [row] = await stored([e.event_id]);
     assert.equal(row.consent, false);
-    const ob = await suite.server.db.query(`SELECT count(*)::int AS n FROM outbox WHERE payload->'event'->>'event_id' = $1`, [e.event_id]);
+    const ob = await suite.server.db.query(
+      `SELECT count(*)::int AS n FROM outbox WHERE payload->'event'->>'event_id' = $1`,
+      [e.event_id],
+    );
     assert.equal(ob.rows[0].n, 0, 'declined events trigger no webhook');
   });
 
@@ -146,7 +206,10 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     const fresh = await createTenant(suite.c);
     await suite.c.patch('/api/v1/settings', { sampling_rate: 0.5 }, fresh.console);
     const devices = Array.from({ length: 40 }, () => randomUUID());
-    const batch = devices.flatMap((d) => [makeEvent({ user: { anon_id: d } }), makeEvent({ user: { anon_id: d }, event_name: 'purchase_completed' })]);
+    const batch = devices.flatMap((d) => [
+      makeEvent({ user: { anon_id: d } }),
+      makeEvent({ user: { anon_id: d }, event_name: 'purchase_completed' }),
+    ]);
     const r = await send(batch, fresh.live.public_key);
     const keptDevices = devices.filter((d) => murmur.x86.hash32(d) % 10000 < 5000);
     assert.ok(keptDevices.length > 5 && keptDevices.length < 35, 'the sample has both outcomes');
@@ -154,7 +217,10 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     assert.equal(r.body.sampled, 40 - keptDevices.length);
     const rows = await stored(batch.map((e) => e.event_id));
     assert.equal(rows.length, 40 + keptDevices.length);
-    const again = await send(devices.map((d) => makeEvent({ user: { anon_id: d } })), fresh.live.public_key);
+    const again = await send(
+      devices.map((d) => makeEvent({ user: { anon_id: d } })),
+      fresh.live.public_key,
+    );
     assert.equal(again.body.sampled, 40 - keptDevices.length, 'same devices, same decision');
   });
 
@@ -169,17 +235,29 @@ describe('ingest: dedupe, consent, sampling, environments', () => {
     const started = makeEvent({ event_name: 'onboarding_flow_started' });
     const completed = makeEvent({ event_name: 'onboarding_flow_completed' });
     const exposure = makeEvent({ event_name: 'experiment_exposure' });
-    const answer = makeEvent({ event_name: 'onboarding_step_completed', properties: { option_set_id: 'countries', option_value: ['fr', 'de'] } });
+    const answer = makeEvent({
+      event_name: 'onboarding_step_completed',
+      properties: { option_set_id: 'countries', option_value: ['fr', 'de'] },
+    });
     await send([started, completed, exposure, answer, makeEvent()]);
     const { rows } = await suite.server.db.query(
       `SELECT event_type, payload FROM outbox WHERE payload->'event'->>'event_id' = ANY($1) ORDER BY id`,
       [[started.event_id, completed.event_id, exposure.event_id]],
     );
-    assert.deepEqual(rows.map((r) => r.event_type), ['onboarding.started', 'onboarding.completed', 'experiment.exposure']);
+    assert.deepEqual(
+      rows.map((r) => r.event_type),
+      ['onboarding.started', 'onboarding.completed', 'experiment.exposure'],
+    );
     assert.equal(rows[0].payload.app_id, suite.t.appId);
     assert.equal(rows[0].payload.event.event_id, started.event_id);
-    const locks = await suite.server.db.query(`SELECT value FROM option_value_locks WHERE app_id = $1 AND set_id = 'countries' ORDER BY value`, [suite.t.appId]);
-    assert.deepEqual(locks.rows.map((r) => r.value), ['de', 'fr']);
+    const locks = await suite.server.db.query(
+      `SELECT value FROM option_value_locks WHERE app_id = $1 AND set_id = 'countries' ORDER BY value`,
+      [suite.t.appId],
+    );
+    assert.deepEqual(
+      locks.rows.map((r) => r.value),
+      ['de', 'fr'],
+    );
   });
 });
 
@@ -187,7 +265,10 @@ describe('ingest: per-app rate limit', () => {
   it('answers 429 with Retry-After over events_per_minute and stores nothing of that batch', async () => {
     const fresh = await createTenant(suite.c);
     await suite.c.patch('/api/v1/settings', { events_per_minute: 10 }, fresh.console);
-    const ok = await send(Array.from({ length: 8 }, () => makeEvent()), fresh.live.public_key);
+    const ok = await send(
+      Array.from({ length: 8 }, () => makeEvent()),
+      fresh.live.public_key,
+    );
     assert.equal(ok.status, 202);
     assert.equal(ok.headers.get('ratelimit-limit'), '10');
     const over = Array.from({ length: 5 }, () => makeEvent());
@@ -202,20 +283,40 @@ describe('ingest: per-app rate limit', () => {
 });
 
 describe('identify', () => {
-  const identify = (body: unknown) => suite.c.post('/api/v1/ingest/identify', body, { 'x-api-key': suite.t.live.public_key });
+  const identify = (body: unknown) =>
+    suite.c.post('/api/v1/ingest/identify', body, { 'x-api-key': suite.t.live.public_key });
 
   it('links a device to a user, latest link wins, history and traits kept', async () => {
     const anon = randomUUID();
     const t0 = Date.now() - 10_000;
-    assert.equal((await identify({ anon_id: anon, user_id: 'u-1', ts_ms: t0, traits: { plan: 'free', age: 30 } })).status, 202);
+    assert.equal(
+      (await identify({ anon_id: anon, user_id: 'u-1', ts_ms: t0, traits: { plan: 'free', age: 30 } })).status,
+      202,
+    );
     assert.equal((await identify({ anon_id: anon, user_id: 'u-2', ts_ms: t0 + 5000 })).status, 202);
-    assert.equal((await identify({ anon_id: anon, user_id: 'u-3', ts_ms: t0 - 5000 })).status, 202, 'an older link is recorded');
-    const cur = await suite.server.db.query('SELECT user_id FROM identities WHERE app_id = $1 AND anon_id = $2', [suite.t.appId, anon]);
+    assert.equal(
+      (await identify({ anon_id: anon, user_id: 'u-3', ts_ms: t0 - 5000 })).status,
+      202,
+      'an older link is recorded',
+    );
+    const cur = await suite.server.db.query('SELECT user_id FROM identities WHERE app_id = $1 AND anon_id = $2', [
+      suite.t.appId,
+      anon,
+    ]);
     assert.equal(cur.rows[0].user_id, 'u-2', 'the latest link by time wins');
-    const hist = await suite.server.db.query('SELECT user_id FROM identity_links WHERE app_id = $1 AND anon_id = $2 ORDER BY ts', [suite.t.appId, anon]);
-    assert.deepEqual(hist.rows.map((r) => r.user_id), ['u-3', 'u-1', 'u-2']);
+    const hist = await suite.server.db.query(
+      'SELECT user_id FROM identity_links WHERE app_id = $1 AND anon_id = $2 ORDER BY ts',
+      [suite.t.appId, anon],
+    );
+    assert.deepEqual(
+      hist.rows.map((r) => r.user_id),
+      ['u-3', 'u-1', 'u-2'],
+    );
     await identify({ anon_id: anon, user_id: 'u-1', ts_ms: t0 + 1, traits: { plan: 'pro' } });
-    const traits = await suite.server.db.query('SELECT traits FROM user_traits WHERE app_id = $1 AND user_id = $2', [suite.t.appId, 'u-1']);
+    const traits = await suite.server.db.query('SELECT traits FROM user_traits WHERE app_id = $1 AND user_id = $2', [
+      suite.t.appId,
+      'u-1',
+    ]);
     assert.deepEqual(traits.rows[0].traits, { plan: 'pro', age: 30 });
   });
 
@@ -226,7 +327,10 @@ describe('identify', () => {
     const b = await identify(body);
     assert.equal(a.body.duplicate, false);
     assert.equal(b.body.duplicate, true);
-    const ob = await suite.server.db.query(`SELECT payload FROM outbox WHERE event_type = 'user.identified' AND payload->>'anon_id' = $1`, [anon]);
+    const ob = await suite.server.db.query(
+      `SELECT payload FROM outbox WHERE event_type = 'user.identified' AND payload->>'anon_id' = $1`,
+      [anon],
+    );
     assert.equal(ob.rows.length, 1);
     assert.equal(ob.rows[0].payload.user_id, 'retry-user');
     assert.equal(ob.rows[0].payload.app_id, suite.t.appId);

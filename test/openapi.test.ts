@@ -20,12 +20,18 @@ const UUID = '00000000-0000-4000-8000-000000000000';
 const run = promisify(execFile);
 
 type Operation = { security?: Record<string, string[]>[]; 'x-min-role'?: string; requestBody?: unknown };
-type Doc = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { securitySchemes: Record<string, unknown> } };
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes: Record<string, unknown> };
+};
 
 let server: TestServer;
 let t: Tenant;
 let doc: Doc;
-const work = (mkdirSync(path.join(root, '.test-data'), { recursive: true }), mkdtempSync(path.join(root, '.test-data', 'openapi-')));
+const work =
+  (mkdirSync(path.join(root, '.test-data'), { recursive: true }),
+  mkdtempSync(path.join(root, '.test-data', 'openapi-')));
 
 before(async () => {
   server = await startTestServer();
@@ -38,7 +44,9 @@ after(async () => {
 });
 
 const operations = () =>
-  Object.entries(doc.paths).flatMap(([p, item]) => Object.entries(item).map(([method, op]) => ({ path: p, method, op })));
+  Object.entries(doc.paths).flatMap(([p, item]) =>
+    Object.entries(item).map(([method, op]) => ({ path: p, method, op })),
+  );
 const op = (method: string, p: string) => doc.paths[p]?.[method];
 
 describe('OpenAPI document', () => {
@@ -47,13 +55,20 @@ describe('OpenAPI document', () => {
     const result = await new Validator().validate(doc as never);
     assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1)?.slice(0, 2000));
     for (const { path: p, method } of operations()) assert.ok(METHODS.includes(method), `${method} ${p}`);
-    assert.deepEqual(Object.keys(doc.paths['/api/v1/ad-network/webhooks']).sort(), ['delete', 'get', 'patch', 'post', 'put']);
+    assert.deepEqual(Object.keys(doc.paths['/api/v1/ad-network/webhooks']).sort(), [
+      'delete',
+      'get',
+      'patch',
+      'post',
+      'put',
+    ]);
   });
 
   it('declares the security of every operation from its route', () => {
     for (const { path: p, method, op: o } of operations()) {
       assert.ok(Array.isArray(o.security), `${method} ${p} declares its security`);
-      for (const req of o.security) for (const scheme of Object.keys(req)) assert.ok(doc.components.securitySchemes[scheme], scheme);
+      for (const req of o.security)
+        for (const scheme of Object.keys(req)) assert.ok(doc.components.securitySchemes[scheme], scheme);
     }
     assert.deepEqual(op('post', '/api/v1/ingest/events')!.security, [{ sdkKey: [] }]);
     assert.deepEqual(op('post', '/api/v1/sdk/option-sets/{setId}/sync')!.security, [{ sdkKey: [], apiSecret: [] }]);
@@ -76,22 +91,34 @@ describe('OpenAPI document', () => {
       results.push({ name: `${method} ${p}`, secured: o.security!.length > 0, status: res.status });
     }
     // Schema validation runs before authentication, so a secured call with a bad body may answer 400 first.
-    const wrong = results.filter((r) => (r.secured ? ![400, 401].includes(r.status) : r.status === 401 || r.status === 403));
+    const wrong = results.filter((r) =>
+      r.secured ? ![400, 401].includes(r.status) : r.status === 401 || r.status === 403,
+    );
     assert.deepEqual(wrong, []);
     assert.ok(results.filter((r) => r.secured && r.status === 401).length > 50, 'most secured operations answer 401');
   });
 
   it('generates a typed client whose types accept the examples and a program that calls the server', async () => {
     writeFileSync(path.join(work, 'openapi.json'), JSON.stringify(doc));
-    await run(process.execPath, [path.join(consoleModules, 'openapi-typescript', 'bin', 'cli.js'), 'openapi.json', '-o', 'schema.d.ts'], { cwd: work });
+    await run(
+      process.execPath,
+      [path.join(consoleModules, 'openapi-typescript', 'bin', 'cli.js'), 'openapi.json', '-o', 'schema.d.ts'],
+      { cwd: work },
+    );
 
     // Each example typed by the generated client: tsc rejects one that does not fit its schema.
     const typed = Object.entries(EXAMPLES).flatMap(([route, ex], i) => {
       const [method, url] = route.split(' ');
       const at = `paths['${url.replace(/:(\w+)/g, '{$1}')}']['${method.toLowerCase()}']`;
-      const body = ex.body === undefined ? [] : [`const body${i}: NonNullable<${at}['requestBody']>['content']['application/json'] = ${JSON.stringify(ex.body)};`];
+      const body =
+        ex.body === undefined
+          ? []
+          : [
+              `const body${i}: NonNullable<${at}['requestBody']>['content']['application/json'] = ${JSON.stringify(ex.body)};`,
+            ];
       const responses = Object.entries(ex.responses ?? {}).map(
-        ([status, value]) => `const res${i}_${status}: ${at}['responses'][${status}]['content']['application/json'] = ${JSON.stringify(value)};`,
+        ([status, value]) =>
+          `const res${i}_${status}: ${at}['responses'][${status}]['content']['application/json'] = ${JSON.stringify(value)};`,
       );
       return [...body, ...responses];
     });
@@ -104,7 +131,13 @@ void [${typed.map((l) => l.slice(6, l.indexOf(':'))).join(', ')}];
 const api = createClient<paths>({ baseUrl: process.env.BASE_URL });
 const sdk = { 'x-api-key': process.env.PUBLIC_KEY! };
 const pair = { ...sdk, 'x-api-secret': process.env.SECRET_KEY! };
-const examples = ${JSON.stringify(Object.fromEntries(Object.entries(EXAMPLES).filter(([, e]) => e.body).map(([r, e]) => [r, e.body])))};
+const examples = ${JSON.stringify(
+      Object.fromEntries(
+        Object.entries(EXAMPLES)
+          .filter(([, e]) => e.body)
+          .map(([r, e]) => [r, e.body]),
+      ),
+    )};
 
 // The example event with a current time: events over 90 days old are refused.
 const event = { ...(examples['POST /api/v1/ingest/events'].batch[0] as object), ts_ms: Date.now() };
@@ -126,17 +159,39 @@ console.log(JSON.stringify({ accepted, linked: identify.data?.linked, synced: sy
 `;
     writeFileSync(path.join(work, 'client.ts'), program);
     writeFileSync(path.join(work, 'package.json'), JSON.stringify({ type: 'module' }));
-    const tsconfig = { compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'esnext', moduleResolution: 'bundler', skipLibCheck: true, types: ['node'], typeRoots: [path.join(root, 'node_modules', '@types')] }, files: ['client.ts'] };
+    const tsconfig = {
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        target: 'es2022',
+        module: 'esnext',
+        moduleResolution: 'bundler',
+        skipLibCheck: true,
+        types: ['node'],
+        typeRoots: [path.join(root, 'node_modules', '@types')],
+      },
+      files: ['client.ts'],
+    };
     writeFileSync(path.join(work, 'tsconfig.json'), JSON.stringify(tsconfig));
     try {
       await run(process.execPath, [path.join(consoleModules, 'typescript', 'bin', 'tsc'), '-p', work], { cwd: work });
     } catch (err) {
-      assert.fail(`the program does not type-check against the generated client:\n${(err as { stdout: string }).stdout}`);
+      assert.fail(
+        `the program does not type-check against the generated client:\n${(err as { stdout: string }).stdout}`,
+      );
     }
 
     const env = { ...process.env, BASE_URL: server.url, PUBLIC_KEY: t.live.public_key, SECRET_KEY: t.live.secret_key };
-    const out = JSON.parse((await run(process.execPath, ['--import', 'tsx', path.join(work, 'client.ts')], { cwd: root, env })).stdout);
-    assert.deepEqual(out, { accepted: 1, linked: true, synced: 1, labels: ['France'], bundleVersion: out.bundleVersion });
+    const out = JSON.parse(
+      (await run(process.execPath, ['--import', 'tsx', path.join(work, 'client.ts')], { cwd: root, env })).stdout,
+    );
+    assert.deepEqual(out, {
+      accepted: 1,
+      linked: true,
+      synced: 1,
+      labels: ['France'],
+      bundleVersion: out.bundleVersion,
+    });
     assert.equal(typeof out.bundleVersion, 'number');
   });
 });

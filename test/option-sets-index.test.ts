@@ -21,7 +21,12 @@ before(async () => {
   c = client(server.url);
   t = await createTenant(c);
   scope = { tenantId: t.orgId, appId: t.appId };
-  const deps = { db: server.db, store: createOptionSetStore(server.db), activity: createActivityStore(server.db), cacheBytes: 0 };
+  const deps = {
+    db: server.db,
+    store: createOptionSetStore(server.db),
+    activity: createActivityStore(server.db),
+    cacheBytes: 0,
+  };
   viaSql = createOptionSetService({ ...deps, indexBytes: 0 });
   viaIndex = createOptionSetService({ ...deps, onIndexError: (err) => assert.fail(String(err)) });
 });
@@ -38,7 +43,8 @@ async function sync(setId: string, body: unknown) {
 async function warm(setId: string) {
   const before = viaIndex.indexStats().sets;
   await viaIndex.answer(scope, setId);
-  for (let i = 0; i < 200 && (viaIndex.indexStats().building > 0 || viaIndex.indexStats().sets === before); i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 200 && (viaIndex.indexStats().building > 0 || viaIndex.indexStats().sets === before); i++)
+    await new Promise((r) => setTimeout(r, 10));
   assert.ok(viaIndex.indexStats().sets > 0, 'the index was built');
 }
 
@@ -55,7 +61,29 @@ async function same(setId: string, q: string | undefined, limit: number, cursor?
   return pages;
 }
 
-const WORDS = ['São', 'Paulo', 'Crème', 'brûlée', 'Zürich', 'straße', 'Œuvre', 'ﬁnal', '100%', 'x_y', 'a\\b', 'ÀÉÎÕÜ', 'İstanbul', 'Ærø', 'ĳssel', '½', 'naïve', 'café', 'Ångström', '東京', '😀emoji'];
+const WORDS = [
+  'São',
+  'Paulo',
+  'Crème',
+  'brûlée',
+  'Zürich',
+  'straße',
+  'Œuvre',
+  'ﬁnal',
+  '100%',
+  'x_y',
+  'a\\b',
+  'ÀÉÎÕÜ',
+  'İstanbul',
+  'Ærø',
+  'ĳssel',
+  '½',
+  'naïve',
+  'café',
+  'Ångström',
+  '東京',
+  '😀emoji',
+];
 
 describe('option set index answers exactly like SQL', () => {
   it('plain paging, searches (accents, case, wildcards, short and long words) and cursors', async () => {
@@ -68,22 +96,68 @@ describe('option set index answers exactly like SQL', () => {
     }));
     await sync('idx', { items });
     await warm('idx');
-    const queries = [undefined, 'sao', 'SAO paulo', 'creme brulee', 'strasse', 'straße', 'oeuvre', 'œuvre', 'final', '100%', '%', '_', 'x_y', 'a\\b', '\\', 'aeiou', 'istanbul', 'i̇stanbul', 'aerø', 'aero', 'ijssel', '1/2', '½', 'naive', 'CAFÉ', 'angstrom', '東京', '京', '😀', 'emoji', 'rare', 'ra', 'e', 'zz', 'v1', 'v10 -', 'nothing-here', 'v7 cafe rare', 'p a u l o'];
+    const queries = [
+      undefined,
+      'sao',
+      'SAO paulo',
+      'creme brulee',
+      'strasse',
+      'straße',
+      'oeuvre',
+      'œuvre',
+      'final',
+      '100%',
+      '%',
+      '_',
+      'x_y',
+      'a\\b',
+      '\\',
+      'aeiou',
+      'istanbul',
+      'i̇stanbul',
+      'aerø',
+      'aero',
+      'ijssel',
+      '1/2',
+      '½',
+      'naive',
+      'CAFÉ',
+      'angstrom',
+      '東京',
+      '京',
+      '😀',
+      'emoji',
+      'rare',
+      'ra',
+      'e',
+      'zz',
+      'v1',
+      'v10 -',
+      'nothing-here',
+      'v7 cafe rare',
+      'p a u l o',
+    ];
     for (const q of queries) for (const limit of [1, 7, 100]) await same('idx', q, limit);
   });
 
   it('a cursor taken before a sync keeps reading its version from the older index; forged cursors fall back', async () => {
-    await sync('idx2', { items: Array.from({ length: 300 }, (_, i) => ({ value: `k${i}`, label: `Label ${i % 17} café` })) });
+    await sync('idx2', {
+      items: Array.from({ length: 300 }, (_, i) => ({ value: `k${i}`, label: `Label ${i % 17} café` })),
+    });
     await warm('idx2');
     const first = JSON.parse(await viaIndex.answer(scope, 'idx2', { q: 'cafe', limit: 50 })).data;
-    await sync('idx2', { mode: 'replace', items: Array.from({ length: 100 }, (_, i) => ({ value: `k${i * 3}`, label: `New ${i}` })) });
+    await sync('idx2', {
+      mode: 'replace',
+      items: Array.from({ length: 100 }, (_, i) => ({ value: `k${i * 3}`, label: `New ${i}` })),
+    });
     await warm('idx2');
     assert.equal(viaIndex.indexStats().sets >= 2, true);
     assert.equal(await same('idx2', 'cafe', 50, first.next_cursor), 5, 'old version paged to its end');
     await same('idx2', 'new', 10);
     await same('idx2', undefined, 30);
     // A cursor naming a value the version does not have, or another sort_order: keyset semantics via SQL.
-    const forge = (sortOrder: number, value: string) => Buffer.from(JSON.stringify([1, 'idx2', first.version + 1, sortOrder, value])).toString('base64url');
+    const forge = (sortOrder: number, value: string) =>
+      Buffer.from(JSON.stringify([1, 'idx2', first.version + 1, sortOrder, value])).toString('base64url');
     await same('idx2', undefined, 30, forge(0, 'k100'));
     await same('idx2', undefined, 30, forge(-1, 'k3'));
     await same('idx2', 'new', 30, forge(0, 'k3'));
@@ -105,7 +179,8 @@ describe('option set index answers exactly like SQL', () => {
     for (let round = 0; round < 5; round++) {
       const { version } = await sync('hot', { items: [{ value: `h${round}`, label: `Hot ${round} r${round}` }] });
       const after = await Promise.all(Array.from({ length: 6 }, () => c.get('/api/v1/sdk/option-sets/hot?q=hot', key)));
-      for (const r of after) assert.ok(r.body.data.version >= version, `read after sync ${version} answered ${r.body.data.version}`);
+      for (const r of after)
+        assert.ok(r.body.data.version >= version, `read after sync ${version} answered ${r.body.data.version}`);
     }
     stop = true;
     await Promise.all(background);

@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freePort } from './helpers/processes.js';
@@ -24,15 +35,20 @@ after(() => {
 });
 
 function copyCheckout(): void {
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' });
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   for (const f of files.split('\0').filter(Boolean)) {
     if (existsSync(path.join(root, f))) cpSync(path.join(root, f), path.join(clone, f), { preserveTimestamps: true });
   }
   for (const built of ['dist', 'console/dist', 'packages/sdk/dist']) {
-    if (existsSync(path.join(root, built))) cpSync(path.join(root, built), path.join(clone, built), { recursive: true, preserveTimestamps: true });
+    if (existsSync(path.join(root, built)))
+      cpSync(path.join(root, built), path.join(clone, built), { recursive: true, preserveTimestamps: true });
   }
   for (const modules of ['node_modules', 'console/node_modules']) {
-    if (existsSync(path.join(root, modules))) execFileSync('cp', ['-al', path.join(root, modules), path.join(clone, modules)]);
+    if (existsSync(path.join(root, modules)))
+      execFileSync('cp', ['-al', path.join(root, modules), path.join(clone, modules)]);
   }
 }
 
@@ -68,8 +84,18 @@ describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 
     // What `npm start` runs, run directly: npm itself dies of the SIGTERM instead of waiting for the service.
     const startScript = JSON.parse(readFileSync(path.join(clone, 'package.json'), 'utf8')).scripts.start as string;
     assert.equal(startScript, 'node scripts/start.mjs');
-    const start = run(['scripts/start.mjs'], userEnv({ PORT: String(port), HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()) }));
-    const testArgs = ['--import', 'tsx', 'scripts/test.mjs', '--no-typecheck', '--test-name-pattern=ROLE=worker', 'test/startup.test.ts'];
+    const start = run(
+      ['scripts/start.mjs'],
+      userEnv({ PORT: String(port), HOST: '127.0.0.1', EMBEDDED_PG_PORT: String(await freePort()) }),
+    );
+    const testArgs = [
+      '--import',
+      'tsx',
+      'scripts/test.mjs',
+      '--no-typecheck',
+      '--test-name-pattern=ROLE=worker',
+      'test/startup.test.ts',
+    ];
     const tests = run(testArgs, userEnv({}));
 
     const until = Date.now() + 200_000; // builds on a busy machine
@@ -90,7 +116,11 @@ describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 
 
   it('stops at once, in one sentence naming the directory, when the data directory cannot be used', async () => {
     const fails = async (dataDir: string, extra: Record<string, string> = {}) => {
-      const r = run(['--import', 'tsx', 'src/main.ts'], userEnv({ DATA_DIR: dataDir, PORT: '0', EMBEDDED_PG_PORT: String(await freePort()), ...extra }), root);
+      const r = run(
+        ['--import', 'tsx', 'src/main.ts'],
+        userEnv({ DATA_DIR: dataDir, PORT: '0', EMBEDDED_PG_PORT: String(await freePort()), ...extra }),
+        root,
+      );
       assert.equal(await exited(r.child), 1, r.output());
       const lines = r.output().trim().split('\n');
       assert.equal(lines.length, 1, r.output());
@@ -99,7 +129,10 @@ describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 
     // Unwritable: a file where a directory should be.
     const file = path.join(privateDir, 'a-file');
     writeFileSync(file, '');
-    assert.match(await fails(path.join(file, 'data')), /^start-up failed: DATA_DIR .*a-file\/data is not writable \(ENOTDIR\)/);
+    assert.match(
+      await fails(path.join(file, 'data')),
+      /^start-up failed: DATA_DIR .*a-file\/data is not writable \(ENOTDIR\)/,
+    );
     if (process.getuid?.() !== 0) return; // the rest is about the database user root runs PostgreSQL as
     // Under a private directory of another user: not ours to open up.
     const foreign = path.join(privateDir, 'foreign');
@@ -110,4 +143,3 @@ describe('checkout in a private directory, run as ' + (process.getuid?.() === 0 
     assert.equal(statSync(foreign).mode & 0o777, 0o700, 'left as it was');
   });
 });
-

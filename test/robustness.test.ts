@@ -24,8 +24,25 @@ function prng(seed: number) {
 }
 
 const HOSTILE: unknown[] = [
-  null, '', 'x'.repeat(5000), -1, 1e308, 'NaN', '%00', '../../etc/passwd', '00000000-0000-0000-0000-000000000000',
-  '2024-13-45', '1', [], {}, [1, 2], { a: { b: 1 } }, true, '\u0000', '😀'.repeat(100), "'; DROP TABLE events; --",
+  null,
+  '',
+  'x'.repeat(5000),
+  -1,
+  1e308,
+  'NaN',
+  '%00',
+  '../../etc/passwd',
+  '00000000-0000-0000-0000-000000000000',
+  '2024-13-45',
+  '1',
+  [],
+  {},
+  [1, 2],
+  { a: { b: 1 } },
+  true,
+  '\u0000',
+  '😀'.repeat(100),
+  "'; DROP TABLE events; --",
 ];
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
@@ -34,7 +51,12 @@ describe('robustness', () => {
     const rnd = prng(42);
     const pick = () => HOSTILE[Math.floor(rnd() * HOSTILE.length)];
     const spec = await (await fetch(`${server.url}/docs/json`)).json();
-    const credentials = [t.console, { 'x-api-key': t.live.public_key }, { 'x-api-key': t.live.public_key, 'x-api-secret': t.live.secret_key }, {}];
+    const credentials = [
+      t.console,
+      { 'x-api-key': t.live.public_key },
+      { 'x-api-key': t.live.public_key, 'x-api-secret': t.live.secret_key },
+      {},
+    ];
     const failures: string[] = [];
     let sent = 0;
     for (const [path, ops] of Object.entries<Record<string, any>>(spec.paths)) {
@@ -46,16 +68,25 @@ describe('robustness', () => {
           for (const p of op.parameters ?? []) if (p.in === 'query' && rnd() < 0.7) qs.set(p.name, String(pick()));
           if (qs.size) url += `?${qs}`;
           const body: Record<string, unknown> = {};
-          for (const k of Object.keys(op.requestBody?.content?.['application/json']?.schema?.properties ?? {})) if (rnd() < 0.8) body[k] = pick();
+          for (const k of Object.keys(op.requestBody?.content?.['application/json']?.schema?.properties ?? {}))
+            if (rnd() < 0.8) body[k] = pick();
           const withBody = method !== 'get' && method !== 'delete';
-          const headers: Record<string, string> = { ...credentials[i], ...(withBody ? { 'content-type': 'application/json' } : {}) };
+          const headers: Record<string, string> = {
+            ...credentials[i],
+            ...(withBody ? { 'content-type': 'application/json' } : {}),
+          };
           const text = i === 3 ? '{not json' : JSON.stringify(rnd() < 0.15 ? (pick() ?? {}) : body);
-          const r = await fetch(server.url + url, { method: method.toUpperCase(), headers, body: withBody ? text : undefined });
+          const r = await fetch(server.url + url, {
+            method: method.toUpperCase(),
+            headers,
+            body: withBody ? text : undefined,
+          });
           sent++;
           // An event stream stays open: its status is the answer.
           const stream = r.headers.get('content-type')?.startsWith('text/event-stream');
           const answer = stream ? (await r.body?.cancel(), '') : await r.text();
-          if (r.status >= 500) failures.push(`${r.status} ${method.toUpperCase()} ${url.slice(0, 160)} ${answer.slice(0, 200)}`);
+          if (r.status >= 500)
+            failures.push(`${r.status} ${method.toUpperCase()} ${url.slice(0, 160)} ${answer.slice(0, 200)}`);
         }
       }
     }

@@ -9,9 +9,24 @@ import { createPool, type Db } from '../src/db/pool.js';
 import { createTestDatabase } from './helpers/server.js';
 
 /** Replicated to every node: small, read by joins from any shard, written rarely. */
-const REFERENCE = ['platform_settings', 'signing_keys', 'users', 'organizations', 'memberships', 'apps', 'exchange_rates', 'schema_migrations'];
+const REFERENCE = [
+  'platform_settings',
+  'signing_keys',
+  'users',
+  'organizations',
+  'memberships',
+  'apps',
+  'exchange_rates',
+  'schema_migrations',
+];
 /** Stay on the coordinator: service-wide state with no tenant, or keys that are not an app's. */
-const LOCAL = ['an_rollup_state', 'export_schema_state', 'rate_limit_windows', 'ad_network_call_log', 'config_change_head'];
+const LOCAL = [
+  'an_rollup_state',
+  'export_schema_state',
+  'rate_limit_windows',
+  'ad_network_call_log',
+  'config_change_head',
+];
 
 /**
  * Keys that must change before distribution (docs/scaling.md, "What must change"). The list only
@@ -71,17 +86,29 @@ describe('catalog: ready to distribute on app_id', () => {
     );
     assert.ok(rows.length > 10, 'the catalog was read');
     const lacking = rows.filter((r) => !r.cols.includes('app_id')).map((r) => `${r.tbl}.${r.idx}`);
-    assert.deepEqual(lacking.filter((k) => !MUST_CHANGE.includes(k)), [], 'unique keys without the distribution column (add app_id to them)');
-    assert.deepEqual(MUST_CHANGE.filter((k) => !lacking.includes(k)), [], 'fixed: remove them from MUST_CHANGE and docs/scaling.md');
+    assert.deepEqual(
+      lacking.filter((k) => !MUST_CHANGE.includes(k)),
+      [],
+      'unique keys without the distribution column (add app_id to them)',
+    );
+    assert.deepEqual(
+      MUST_CHANGE.filter((k) => !lacking.includes(k)),
+      [],
+      'fixed: remove them from MUST_CHANGE and docs/scaling.md',
+    );
   });
 
   it('every table is placed: distributed (has app_id), reference or local', async () => {
     const all = await tables();
-    const unplaced = all.filter((t) => !t.cols.includes('app_id') && !REFERENCE.includes(t.name) && !LOCAL.includes(t.name)).map((t) => t.name);
+    const unplaced = all
+      .filter((t) => !t.cols.includes('app_id') && !REFERENCE.includes(t.name) && !LOCAL.includes(t.name))
+      .map((t) => t.name);
     assert.deepEqual(unplaced, [], 'tables without app_id that docs/scaling.md does not place');
     const stale = [...REFERENCE, ...LOCAL].filter((n) => !all.some((t) => t.name === n));
     assert.deepEqual(stale, [], 'placed tables that no longer exist');
-    const tenantButNoApp = all.filter((t) => t.cols.includes('tenant_id') && !t.cols.includes('app_id') && !REFERENCE.includes(t.name)).map((t) => t.name);
+    const tenantButNoApp = all
+      .filter((t) => t.cols.includes('tenant_id') && !t.cols.includes('app_id') && !REFERENCE.includes(t.name))
+      .map((t) => t.name);
     assert.deepEqual(tenantButNoApp, [], 'tenant-owned tables must carry app_id or be reference tables');
   });
 });

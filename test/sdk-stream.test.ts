@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createClient, memoryStorage, type Bundle, type ClientOptions, type SdkError, type Storage } from '../packages/sdk/src/index.js';
+import {
+  createClient,
+  memoryStorage,
+  type Bundle,
+  type ClientOptions,
+  type SdkError,
+  type Storage,
+} from '../packages/sdk/src/index.js';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
 import { useTenantApp } from './helpers/suite.js';
 
@@ -73,7 +80,11 @@ describe('sdk config stream', () => {
     const storage = memoryStorage();
     const { client } = sdk(storage);
     await client.start();
-    await until(async () => proxy.streams.size === 1 && !!(await storage.getItem('msb.stream')), 5000, 'stream open with an id');
+    await until(
+      async () => proxy.streams.size === 1 && !!(await storage.getItem('msb.stream')),
+      5000,
+      'stream open with an id',
+    );
     const idBefore = (await storage.getItem('msb.stream'))!;
     const from = streamRequests().length;
 
@@ -86,7 +97,11 @@ describe('sdk config stream', () => {
 
     await until(() => greeting(client) === value, 5000, 'the missed change arrives after the reconnect');
     assert.equal(streamRequests()[from]!.headers['last-event-id'], idBefore, 'the reconnect resumes from the last id');
-    await until(async () => Number(await storage.getItem('msb.stream')) > Number(idBefore), 5000, 'resume point moved past the change');
+    await until(
+      async () => Number(await storage.getItem('msb.stream')) > Number(idBefore),
+      5000,
+      'resume point moved past the change',
+    );
     await client.shutdown();
     await until(() => proxy.streams.size === 0);
 
@@ -123,7 +138,10 @@ describe('sdk config stream', () => {
   });
 
   it('a stream route answering 503: the client keeps polling and still gets the update', async () => {
-    proxy.decide = (s) => (s.path.startsWith(STREAM) ? { kind: 'respond', status: 503, headers: { 'retry-after': '1' }, body: { status: 503 } } : undefined);
+    proxy.decide = (s) =>
+      s.path.startsWith(STREAM)
+        ? { kind: 'respond', status: 503, headers: { 'retry-after': '1' }, body: { status: 503 } }
+        : undefined;
     const { client } = sdk(memoryStorage(), { pollIntervalMs: 200 });
     await client.start();
     const value = await publish();
@@ -150,7 +168,8 @@ describe('sdk config stream', () => {
   });
 
   it('a 401 stops streaming for good; polling goes on', async () => {
-    proxy.decide = (s) => (s.path.startsWith(STREAM) ? { kind: 'respond', status: 401, body: { status: 401 } } : undefined);
+    proxy.decide = (s) =>
+      s.path.startsWith(STREAM) ? { kind: 'respond', status: 401, body: { status: 401 } } : undefined;
     const { client, errors } = sdk(memoryStorage(), { pollIntervalMs: 200 });
     const from = streamRequests().length;
     await client.start();

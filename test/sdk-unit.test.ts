@@ -48,7 +48,14 @@ describe('sdk: bucketing', () => {
 describe('sdk: rule language', () => {
   const traits: Record<string, unknown> = { plan: 'pro', age: 31, tags: ['beta', 'vip'], country: 'FR' };
   const device: Record<string, unknown> = { country: 'US', app_version: '3.10.2', platform: 'ios' };
-  const lookup = (a: string) => (a.startsWith('traits.') ? traits[a.slice(7)] : a.startsWith('device.') ? device[a.slice(7)] : a in traits ? traits[a] : device[a]);
+  const lookup = (a: string) =>
+    a.startsWith('traits.')
+      ? traits[a.slice(7)]
+      : a.startsWith('device.')
+        ? device[a.slice(7)]
+        : a in traits
+          ? traits[a]
+          : device[a];
   const cases: [Rule, boolean][] = [
     [{ attribute: 'traits.plan', op: 'eq', value: 'pro' }, true],
     [{ attribute: 'plan', op: 'neq', value: 'pro' }, false],
@@ -80,7 +87,14 @@ describe('sdk: rule language', () => {
 
   it('validation names the rule path of each problem', () => {
     assert.deepEqual(
-      validateRules([{ attribute: 'a', op: 'like', value: 'x' }, { attribute: '', op: 'eq', value: 1 }, { attribute: 'a', op: 'in', value: 'x' }, { attribute: 'a', op: 'gt', value: '3' }, { attribute: 'a', op: 'semver_lt', value: 'v1' }, 7]).map((p) => p.path),
+      validateRules([
+        { attribute: 'a', op: 'like', value: 'x' },
+        { attribute: '', op: 'eq', value: 1 },
+        { attribute: 'a', op: 'in', value: 'x' },
+        { attribute: 'a', op: 'gt', value: '3' },
+        { attribute: 'a', op: 'semver_lt', value: 'v1' },
+        7,
+      ]).map((p) => p.path),
       ['/0/op', '/1/attribute', '/2/values', '/3/value', '/4/value', '/5'],
     );
     assert.equal(validateRules({}).length, 1);
@@ -89,23 +103,36 @@ describe('sdk: rule language', () => {
 
 describe('sdk: queue', () => {
   // Fixed-width ids and sequence numbers: every event has the same size.
-  const ev = (i: number, pad = '') => ({ event_id: `id-${i + 100}`, context: { client_seq: i + 100 }, properties: { pad } });
+  const ev = (i: number, pad = '') => ({
+    event_id: `id-${i + 100}`,
+    context: { client_seq: i + 100 },
+    properties: { pad },
+  });
 
   it('writes in segments: a push rewrites one segment, an acknowledgment drops whole ones, a reload sees the same queue', async () => {
     const storage = memoryStorage();
     const writes: [string, number][] = [];
-    const spy = { ...storage, setItem: async (k: string, v: string) => (writes.push([k, v.length]), storage.setItem(k, v)) };
+    const spy = {
+      ...storage,
+      setItem: async (k: string, v: string) => (writes.push([k, v.length]), storage.setItem(k, v)),
+    };
     const q = await EventQueue.load(spy, 'p.', 1e9);
     for (let i = 0; i < 50; i++) await q.push(ev(i));
     assert.deepEqual([...storage.data.keys()].sort(), ['p.q.0', 'p.q.1', 'p.q.2']);
     assert.equal(writes.length, 50, 'one write per event, no meta write');
-    assert.ok(Math.max(...writes.map((w) => w[1])) <= 20 * (JSON.stringify(ev(0)).length + 1) + 1, 'never more than one segment written');
+    assert.ok(
+      Math.max(...writes.map((w) => w[1])) <= 20 * (JSON.stringify(ev(0)).length + 1) + 1,
+      'never more than one segment written',
+    );
     await q.remove(q.peek(25).map((e) => e.id));
     assert.equal(storage.data.has('p.q.0'), false);
     assert.deepEqual(JSON.parse(storage.data.get('p.q.meta')!), { first: 1, dropped: 0 });
     const again = await EventQueue.load(storage, 'p.', 1e9);
     assert.equal(again.count, 25);
-    assert.deepEqual(again.peek(100).map((e) => e.id), q.peek(100).map((e) => e.id));
+    assert.deepEqual(
+      again.peek(100).map((e) => e.id),
+      q.peek(100).map((e) => e.id),
+    );
     assert.equal(again.lastSeq(), 149);
     await again.remove(again.peek(100).map((e) => e.id));
     await again.push(ev(50));
@@ -128,7 +155,11 @@ describe('sdk: queue', () => {
 
   it('the localStorage adapter keeps the queue in a Web Storage object', async () => {
     const web = new Map<string, string>();
-    const ls = { getItem: (k: string) => web.get(k) ?? null, setItem: (k: string, v: string) => void web.set(k, v), removeItem: (k: string) => void web.delete(k) };
+    const ls = {
+      getItem: (k: string) => web.get(k) ?? null,
+      setItem: (k: string, v: string) => void web.set(k, v),
+      removeItem: (k: string) => void web.delete(k),
+    };
     const q = await EventQueue.load(localStorageAdapter(ls), 'w.', 1e9);
     await q.push(ev(1));
     assert.equal(JSON.parse(web.get('w.q.0')!)[0].event_id, 'id-101');
@@ -137,15 +168,32 @@ describe('sdk: queue', () => {
 
   it('client_seq: increasing in queue order under concurrent tracks, below the ceiling stored first', async () => {
     const storage = memoryStorage();
-    const c = createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', storage, device, fetch: never, batchSize: 1e9 });
+    const c = createClient({
+      apiKey: 'k',
+      baseUrl: 'http://127.0.0.1:9',
+      storage,
+      device,
+      fetch: never,
+      batchSize: 1e9,
+    });
     await Promise.all(Array.from({ length: 250 }, (_, i) => c.track('e', { i })));
     const seqs = [...storage.data.entries()]
       .filter(([k]) => /q\.\d+$/.test(k))
       .sort(([a], [b]) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
       .flatMap(([, v]) => JSON.parse(v).map((e: any) => e.context.client_seq));
-    assert.deepEqual(seqs, Array.from({ length: 250 }, (_, i) => i));
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: 250 }, (_, i) => i),
+    );
     assert.ok(JSON.parse(storage.data.get('msb.state')!).seqCeil > 249);
-    const again = createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', storage, device, fetch: never, batchSize: 1e9 });
+    const again = createClient({
+      apiKey: 'k',
+      baseUrl: 'http://127.0.0.1:9',
+      storage,
+      device,
+      fetch: never,
+      batchSize: 1e9,
+    });
     await again.track('after_restart');
     const all = [...storage.data.entries()].filter(([k]) => /q\.\d+$/.test(k)).flatMap(([, v]) => JSON.parse(v));
     assert.ok(all.find((e: any) => e.event_name === 'after_restart').context.client_seq > 249);
@@ -154,7 +202,15 @@ describe('sdk: queue', () => {
   it('the client reports drops through onError and on the next event', async () => {
     const errors: SdkError[] = [];
     const storage = memoryStorage();
-    const c = createClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:9', storage, device, maxQueueBytes: 3000, onError: (e) => errors.push(e), fetch: never });
+    const c = createClient({
+      apiKey: 'k',
+      baseUrl: 'http://127.0.0.1:9',
+      storage,
+      device,
+      maxQueueBytes: 3000,
+      onError: (e) => errors.push(e),
+      fetch: never,
+    });
     for (let i = 0; i < 12; i++) await c.track('e', { pad: 'x'.repeat(200) });
     const overflow = errors.filter((e) => e.code === 'queue_overflow');
     assert.ok(overflow.length > 0);
@@ -179,7 +235,8 @@ function fakeService(answers: (number | [number, Record<string, string>])[]) {
     inFlight--;
     const a = answers.shift() ?? 202;
     const [status, headers] = Array.isArray(a) ? a : [a, {}];
-    const body = status === 202 ? { accepted: ids.length, rejected: 0, sampled: 0, consent_declined: 0 } : { code: 'x' };
+    const body =
+      status === 202 ? { accepted: ids.length, rejected: 0, sampled: 0, consent_declined: 0 } : { code: 'x' };
     return { status, headers: new Headers(headers), text: async () => JSON.stringify(body) };
   };
   return { calls, fetchFn, maxInFlight: () => maxInFlight };
@@ -190,7 +247,14 @@ describe('sdk: retry timing (fake clock)', () => {
     mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 1_000_000 });
     try {
       const svc = fakeService(answers);
-      const c = createClient({ apiKey: 'k', baseUrl: 'http://sdk.test', storage: memoryStorage(), device, fetch: svc.fetchFn, timing: { random: () => random } });
+      const c = createClient({
+        apiKey: 'k',
+        baseUrl: 'http://sdk.test',
+        storage: memoryStorage(),
+        device,
+        fetch: svc.fetchFn,
+        timing: { random: () => random },
+      });
       for (let i = 0; i < events; i++) await c.track('e');
       let done = false;
       void c.flush().then(() => (done = true));
@@ -233,7 +297,13 @@ describe('sdk: retry timing (fake clock)', () => {
 describe('sdk: one flush in flight', () => {
   it('parallel flush calls never send an event twice', async () => {
     const svc = fakeService([]);
-    const c = createClient({ apiKey: 'k', baseUrl: 'http://sdk.test', storage: memoryStorage(), device, fetch: svc.fetchFn });
+    const c = createClient({
+      apiKey: 'k',
+      baseUrl: 'http://sdk.test',
+      storage: memoryStorage(),
+      device,
+      fetch: svc.fetchFn,
+    });
     for (let i = 0; i < 19; i++) await c.track('e');
     await Promise.all([c.flush(), c.flush(), c.track('e'), c.flush(), c.flush()]);
     await c.flush();
@@ -246,7 +316,14 @@ describe('sdk: one flush in flight', () => {
 
   it('after a cycle gives up, tracking does not start cycles back to back (no hot retry loop)', async () => {
     const svc = fakeService(Array(100).fill(503));
-    const c = createClient({ apiKey: 'k', baseUrl: 'http://sdk.test', storage: memoryStorage(), device, fetch: svc.fetchFn, timing: { retryDelaysMs: [1, 1, 1] } });
+    const c = createClient({
+      apiKey: 'k',
+      baseUrl: 'http://sdk.test',
+      storage: memoryStorage(),
+      device,
+      fetch: svc.fetchFn,
+      timing: { retryDelaysMs: [1, 1, 1] },
+    });
     for (let i = 0; i < 20; i++) await c.track('e'); // the 20th starts a cycle
     await c.flush(); // waits for it, then one more cycle
     const calls = svc.calls.length;
@@ -260,11 +337,28 @@ describe('sdk: one flush in flight', () => {
 
 describe('sdk: config stream backoff', () => {
   it('full jitter over min(cap, base x 2^attempt)', () => {
-    assert.equal(backoffMs(0, 1000, () => 0), 0);
-    assert.equal(backoffMs(0, 1000, () => 0.5), 500);
-    assert.equal(backoffMs(3, 1000, () => 0.999), 7992);
-    assert.equal(backoffMs(30, 1000, () => 0.5), 150_000, 'capped at 5 minutes');
-    assert.equal(backoffMs(2, 1000, () => 0.5, 3000), 1500, 'a custom cap');
+    assert.equal(
+      backoffMs(0, 1000, () => 0),
+      0,
+    );
+    assert.equal(
+      backoffMs(0, 1000, () => 0.5),
+      500,
+    );
+    assert.equal(
+      backoffMs(3, 1000, () => 0.999),
+      7992,
+    );
+    assert.equal(
+      backoffMs(30, 1000, () => 0.5),
+      150_000,
+      'capped at 5 minutes',
+    );
+    assert.equal(
+      backoffMs(2, 1000, () => 0.5, 3000),
+      1500,
+      'a custom cap',
+    );
     for (let a = 0; a < 40; a++) assert.ok(backoffMs(a, 4817, Math.random) < 300_000);
   });
 });

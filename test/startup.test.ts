@@ -16,7 +16,9 @@ describe('start-up', () => {
     const url = await createTestDatabase();
     const started = await Promise.all([startTestServer({}, url), startTestServer({}, url), startTestServer({}, url)]);
     servers.push(...started);
-    const { rows } = await started[0].db.query('SELECT count(*)::int AS n, count(DISTINCT name)::int AS d FROM schema_migrations');
+    const { rows } = await started[0].db.query(
+      'SELECT count(*)::int AS n, count(DISTINCT name)::int AS d FROM schema_migrations',
+    );
     assert.equal(rows[0].n, rows[0].d, 'each migration applied once');
     const keys = await started[0].db.query('SELECT count(*)::int AS n FROM signing_keys');
     assert.equal(keys.rows[0].n, 1, 'one signing key shared by all instances');

@@ -42,9 +42,17 @@ describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
       assert.equal(r.body.errors[0].path, '/body/url', url);
     }
     // A public literal passes (nothing is sent at creation).
-    const ok = await suite.c.post('/api/v1/webhooks', { url: 'https://93.184.215.14/hook', events: ['onboarding.started'] }, suite.t.console);
+    const ok = await suite.c.post(
+      '/api/v1/webhooks',
+      { url: 'https://93.184.215.14/hook', events: ['onboarding.started'] },
+      suite.t.console,
+    );
     assert.equal(ok.status, 201);
-    const patch = await suite.c.patch(`/api/v1/webhooks/${ok.body.data.id}`, { url: 'http://169.254.169.254/' }, suite.t.console);
+    const patch = await suite.c.patch(
+      `/api/v1/webhooks/${ok.body.data.id}`,
+      { url: 'http://169.254.169.254/' },
+      suite.t.console,
+    );
     assert.equal(patch.status, 400);
     await suite.c.del(`/api/v1/webhooks/${ok.body.data.id}`, suite.t.console);
     assert.equal(rx.received.length, 0);
@@ -60,7 +68,11 @@ describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
       );
       ids.push(rows[0].id);
     }
-    await suite.c.post('/api/v1/ingest/events', { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] }, { 'x-api-key': suite.t.live.public_key });
+    await suite.c.post(
+      '/api/v1/ingest/events',
+      { batch: [makeEvent({ event_name: 'onboarding_flow_started' })] },
+      { 'x-api-key': suite.t.live.public_key },
+    );
     for (const id of ids) {
       const [d] = await waitFor(async () => {
         const list = (await suite.c.get(`/api/v1/webhooks/${id}/deliveries`, suite.t.console)).body.data;
@@ -76,9 +88,31 @@ describe('private targets (ALLOW_PRIVATE_TARGETS=0)', () => {
   });
 
   it('refuses export callbacks to private targets at send time', async () => {
-    const svc = createWebhookService({ db: suite.server.db, store: createWebhookStore(suite.server.db, createSecretBox(suite.server.config.encryptionKey)), activity: createActivityStore(suite.server.db), allowPrivateTargets: false, scheduleS: [60] });
-    await svc.sendCallback({ tenantId: suite.t.orgId, appId: suite.t.appId }, { url: rx.url('/cb'), secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', eventType: 'export.completed', body: { ok: true } });
-    const row = await waitFor(async () => (await suite.server.db.query(`SELECT attempts, last_error FROM webhook_deliveries WHERE kind = 'callback' AND last_error IS NOT NULL`)).rows[0], 'callback attempt');
+    const svc = createWebhookService({
+      db: suite.server.db,
+      store: createWebhookStore(suite.server.db, createSecretBox(suite.server.config.encryptionKey)),
+      activity: createActivityStore(suite.server.db),
+      allowPrivateTargets: false,
+      scheduleS: [60],
+    });
+    await svc.sendCallback(
+      { tenantId: suite.t.orgId, appId: suite.t.appId },
+      {
+        url: rx.url('/cb'),
+        secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        eventType: 'export.completed',
+        body: { ok: true },
+      },
+    );
+    const row = await waitFor(
+      async () =>
+        (
+          await suite.server.db.query(
+            `SELECT attempts, last_error FROM webhook_deliveries WHERE kind = 'callback' AND last_error IS NOT NULL`,
+          )
+        ).rows[0],
+      'callback attempt',
+    );
     assert.equal(row.attempts, 1);
     assert.match(row.last_error, /refused/);
     await sleep(200);

@@ -10,7 +10,10 @@ export interface Received {
   at: number;
 }
 
-export type Responder = (r: Received, n: number) => { status: number; headers?: Record<string, string>; delayMs?: number };
+export type Responder = (
+  r: Received,
+  n: number,
+) => { status: number; headers?: Record<string, string>; delayMs?: number };
 
 /** A real HTTP receiver on 127.0.0.1 that records every request and answers as told. */
 export async function startReceiver() {

@@ -18,7 +18,8 @@ before(async () => {
 after(() => rx.close());
 
 const create = (body: unknown, headers = suite.t.console) => suite.c.post('/api/v1/webhooks', body, headers);
-const ingest = (batch: unknown[], key = suite.t.live.public_key) => suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
+const ingest = (batch: unknown[], key = suite.t.live.public_key) =>
+  suite.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': key });
 
 describe('webhook endpoints: configuration', () => {
   it('creates an endpoint, shows the secret once, lists, reads, updates and deletes it', async () => {
@@ -40,7 +41,11 @@ describe('webhook endpoints: configuration', () => {
     assert.equal(one.status, 200);
     assert.equal(one.body.data.secret, undefined);
 
-    const p = await suite.c.patch(`/api/v1/webhooks/${w.id}`, { events: ['user.identified', 'experiment.exposure'], enabled: false, url: rx.url('/crud2') }, suite.t.console);
+    const p = await suite.c.patch(
+      `/api/v1/webhooks/${w.id}`,
+      { events: ['user.identified', 'experiment.exposure'], enabled: false, url: rx.url('/crud2') },
+      suite.t.console,
+    );
     assert.equal(p.status, 200);
     assert.deepEqual(p.body.data.events, ['user.identified', 'experiment.exposure']);
     assert.equal(p.body.data.enabled, false);
@@ -57,7 +62,11 @@ describe('webhook endpoints: configuration', () => {
     assert.equal(r.body.code, 'webhooks_not_supported');
     assert.match(r.body.detail, /not supported for the ad network/i);
     const ok = await create({ url: rx.url(), events: ['onboarding.started'] });
-    const p = await suite.c.patch(`/api/v1/webhooks/${ok.body.data.id}`, { events: ['onboarding.started', 'ad_network.daily_cap_hit'] }, suite.t.console);
+    const p = await suite.c.patch(
+      `/api/v1/webhooks/${ok.body.data.id}`,
+      { events: ['onboarding.started', 'ad_network.daily_cap_hit'] },
+      suite.t.console,
+    );
     assert.equal(p.status, 400);
     assert.equal(p.body.code, 'webhooks_not_supported');
     await suite.c.del(`/api/v1/webhooks/${ok.body.data.id}`, suite.t.console);
@@ -82,18 +91,36 @@ describe('webhook endpoints: configuration', () => {
   it('is admin+ only, and another app answers 404', async () => {
     const email = `member-${randomUUID()}@example.com`;
     const m = await suite.c.post('/api/v1/auth/signup', { email, password: 'long enough pw' });
-    assert.equal((await suite.c.post(`/api/v1/organizations/${suite.t.orgId}/members`, { email, role: 'member' }, { authorization: `Bearer ${suite.t.token}` })).status, 201);
-    const asMember = { authorization: `Bearer ${m.body.token}`, 'x-tenant-id': suite.t.orgId, 'x-app-id': suite.t.appId };
+    assert.equal(
+      (
+        await suite.c.post(
+          `/api/v1/organizations/${suite.t.orgId}/members`,
+          { email, role: 'member' },
+          { authorization: `Bearer ${suite.t.token}` },
+        )
+      ).status,
+      201,
+    );
+    const asMember = {
+      authorization: `Bearer ${m.body.token}`,
+      'x-tenant-id': suite.t.orgId,
+      'x-app-id': suite.t.appId,
+    };
     assert.equal((await create({ url: rx.url(), events: ['onboarding.started'] }, asMember)).status, 403);
     assert.equal((await suite.c.get('/api/v1/webhooks', asMember)).status, 403);
 
     const mine = await create({ url: rx.url(), events: ['onboarding.started'] });
     const other = await createTenant(suite.c);
     assert.equal((await suite.c.get(`/api/v1/webhooks/${mine.body.data.id}`, other.console)).status, 404);
-    assert.equal((await suite.c.patch(`/api/v1/webhooks/${mine.body.data.id}`, { enabled: false }, other.console)).status, 404);
+    assert.equal(
+      (await suite.c.patch(`/api/v1/webhooks/${mine.body.data.id}`, { enabled: false }, other.console)).status,
+      404,
+    );
     assert.equal((await suite.c.get(`/api/v1/webhooks/${mine.body.data.id}/deliveries`, other.console)).status, 404);
     assert.equal((await suite.c.del(`/api/v1/webhooks/${mine.body.data.id}`, other.console)).status, 404);
-    assert.ok(!(await suite.c.get('/api/v1/webhooks', other.console)).body.data.some((x: any) => x.id === mine.body.data.id));
+    assert.ok(
+      !(await suite.c.get('/api/v1/webhooks', other.console)).body.data.some((x: any) => x.id === mine.body.data.id),
+    );
     await suite.c.del(`/api/v1/webhooks/${mine.body.data.id}`, suite.t.console);
   });
 });
@@ -101,11 +128,17 @@ describe('webhook endpoints: configuration', () => {
 describe('fan-out and signed delivery', () => {
   it('delivers all four types, each only to its subscribers, signed per Standard Webhooks', async () => {
     const a = (await create({ url: rx.url('/a'), events: ['onboarding.started', 'user.identified'] })).body.data;
-    const b = (await create({ url: rx.url('/b'), events: ['onboarding.started', 'onboarding.completed', 'experiment.exposure', 'user.identified'] })).body.data;
+    const b = (
+      await create({
+        url: rx.url('/b'),
+        events: ['onboarding.started', 'onboarding.completed', 'experiment.exposure', 'user.identified'],
+      })
+    ).body.data;
     const off = (await create({ url: rx.url('/off'), events: ['onboarding.started'] })).body.data;
     await suite.c.patch(`/api/v1/webhooks/${off.id}`, { enabled: false }, suite.t.console);
     const other = await createTenant(suite.c);
-    const foreign = (await create({ url: rx.url('/foreign'), events: ['onboarding.started'] }, other.console)).body.data;
+    const foreign = (await create({ url: rx.url('/foreign'), events: ['onboarding.started'] }, other.console)).body
+      .data;
 
     const started = makeEvent({ event_name: 'onboarding_flow_started', properties: { flow_id: 'f1' } });
     const completed = makeEvent({ event_name: 'onboarding_flow_completed' });
@@ -114,12 +147,25 @@ describe('fan-out and signed delivery', () => {
     const noConsent = makeEvent({ event_name: 'onboarding_flow_started', privacy: { consent: { analytics: false } } });
     assert.equal((await ingest([started, completed, exposure, plain, noConsent])).status, 202);
     const anon = randomUUID();
-    const idr = await suite.c.post('/api/v1/ingest/identify', { anon_id: anon, user_id: 'u-42', ts_ms: 1_700_000_000_000, traits: { plan: 'pro' } }, { 'x-api-key': suite.t.live.public_key });
+    const idr = await suite.c.post(
+      '/api/v1/ingest/identify',
+      { anon_id: anon, user_id: 'u-42', ts_ms: 1_700_000_000_000, traits: { plan: 'pro' } },
+      { 'x-api-key': suite.t.live.public_key },
+    );
     assert.equal(idr.status, 202);
 
     await waitFor(() => rx.at('/b').length >= 4 && rx.at('/a').length >= 2, 'deliveries to a and b');
-    const types = (path: string) => rx.at(path).map((r) => r.json.type).sort();
-    assert.deepEqual(types('/b'), ['experiment.exposure', 'onboarding.completed', 'onboarding.started', 'user.identified']);
+    const types = (path: string) =>
+      rx
+        .at(path)
+        .map((r) => r.json.type)
+        .sort();
+    assert.deepEqual(types('/b'), [
+      'experiment.exposure',
+      'onboarding.completed',
+      'onboarding.started',
+      'user.identified',
+    ]);
     assert.deepEqual(types('/a'), ['onboarding.started', 'user.identified']);
 
     for (const r of rx.at('/a')) verify(a.secret, r);
@@ -136,7 +182,13 @@ describe('fan-out and signed delivery', () => {
     assert.equal(s.headers['content-type'], 'application/json');
     assert.match(String(s.headers['webhook-signature']), /^v1,[A-Za-z0-9+/=]+$/);
     const ident = rx.at('/b').find((r) => r.json.type === 'user.identified')!;
-    assert.deepEqual(ident.json.data, { app_id: suite.t.appId, anon_id: anon, user_id: 'u-42', traits: { plan: 'pro' }, ts_ms: 1_700_000_000_000 });
+    assert.deepEqual(ident.json.data, {
+      app_id: suite.t.appId,
+      anon_id: anon,
+      user_id: 'u-42',
+      traits: { plan: 'pro' },
+      ts_ms: 1_700_000_000_000,
+    });
 
     // Give stragglers a chance to (wrongly) arrive before asserting absence.
     await new Promise((r) => setTimeout(r, 400));
@@ -144,7 +196,11 @@ describe('fan-out and signed delivery', () => {
     assert.equal(rx.at('/a').length, 2);
     assert.equal(rx.at('/off').length, 0, 'disabled endpoint gets nothing');
     assert.equal(rx.at('/foreign').length, 0, "another app's endpoint gets nothing");
-    assert.equal(rx.received.filter((r) => r.json?.data?.event?.event_id === noConsent.event_id).length, 0, 'consent=false never leaves');
+    assert.equal(
+      rx.received.filter((r) => r.json?.data?.event?.event_id === noConsent.event_id).length,
+      0,
+      'consent=false never leaves',
+    );
 
     const log = await suite.c.get(`/api/v1/webhooks/${b.id}/deliveries`, suite.t.console);
     assert.equal(log.status, 200);
@@ -165,7 +221,11 @@ describe('fan-out and signed delivery', () => {
     const one = await suite.c.get(`/api/v1/webhooks/${b.id}/deliveries/${log.body.data[0].id}`, suite.t.console);
     assert.equal(one.status, 200);
     assert.equal(typeof one.body.data.body, 'string');
-    assert.equal((await suite.c.get(`/api/v1/webhooks/${a.id}/deliveries/${log.body.data[0].id}`, suite.t.console)).status, 404, 'delivery of another endpoint');
+    assert.equal(
+      (await suite.c.get(`/api/v1/webhooks/${a.id}/deliveries/${log.body.data[0].id}`, suite.t.console)).status,
+      404,
+      'delivery of another endpoint',
+    );
     assert.equal(foreign.enabled, true);
   });
 
@@ -184,7 +244,10 @@ describe('fan-out and signed delivery', () => {
     verify(fresh, r);
     verify(w.secret, r);
     // Once the overlap is over only the new secret signs.
-    await suite.server.db.query(`UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 s' WHERE id = $1`, [w.id]);
+    await suite.server.db.query(
+      `UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 s' WHERE id = $1`,
+      [w.id],
+    );
     await ingest([makeEvent({ event_name: 'onboarding_flow_completed' })]);
     await waitFor(() => rx.at('/rot').length >= 2, 'second delivery');
     const second = rx.at('/rot')[1];
@@ -203,8 +266,21 @@ describe('fan-out and signed delivery', () => {
       scheduleS: [1, 1, 1],
     });
     rx.respond((r, n) => (r.path === '/cb' && n === 1 ? { status: 500 } : { status: 200 }));
-    const body = { export_id: randomUUID(), status: 'completed', download_url: '/api/v1/sdk/events/export/bulk/x/download', nested: { b: 1, a: [2] } };
-    await svc.sendCallback({ tenantId: suite.t.orgId, appId: suite.t.appId }, { url: rx.url('/cb'), secret: 'whsec_' + Buffer.from('callback-secret-callback').toString('base64'), eventType: 'export.completed', body });
+    const body = {
+      export_id: randomUUID(),
+      status: 'completed',
+      download_url: '/api/v1/sdk/events/export/bulk/x/download',
+      nested: { b: 1, a: [2] },
+    };
+    await svc.sendCallback(
+      { tenantId: suite.t.orgId, appId: suite.t.appId },
+      {
+        url: rx.url('/cb'),
+        secret: 'whsec_' + Buffer.from('callback-secret-callback').toString('base64'),
+        eventType: 'export.completed',
+        body,
+      },
+    );
     await waitFor(() => rx.at('/cb').length >= 2, 'callback retried and delivered', 10_000);
     rx.respond(() => ({ status: 200 }));
     const [first, second] = rx.at('/cb');
@@ -212,7 +288,16 @@ describe('fan-out and signed delivery', () => {
     assert.equal(second.body, JSON.stringify(body));
     assert.equal(first.headers['webhook-id'], second.headers['webhook-id']);
     verify('whsec_' + Buffer.from('callback-secret-callback').toString('base64'), second);
-    const row = await waitFor(async () => (await suite.server.db.query(`SELECT status, attempts, kind, endpoint_id FROM webhook_deliveries WHERE id = $1 AND status = 'succeeded'`, [first.headers['webhook-id']])).rows[0], 'callback row');
+    const row = await waitFor(
+      async () =>
+        (
+          await suite.server.db.query(
+            `SELECT status, attempts, kind, endpoint_id FROM webhook_deliveries WHERE id = $1 AND status = 'succeeded'`,
+            [first.headers['webhook-id']],
+          )
+        ).rows[0],
+      'callback row',
+    );
     assert.deepEqual(row, { status: 'succeeded', attempts: 2, kind: 'callback', endpoint_id: null });
   });
 });

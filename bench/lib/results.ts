@@ -18,4 +18,5 @@ export function writeResultsSection(title: string, body: string): void {
   writeFileSync(FILE, `${text.trimEnd()}\n`);
 }
 
-export const machine = () => `${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}Z`;
+export const machine = () =>
+  `${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}Z`;

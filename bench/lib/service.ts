@@ -61,7 +61,8 @@ export function freePort(): Promise<number> {
 async function waitFor(url: string, child: ChildProcess, ms = 90_000): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`process exited early (${child.exitCode})`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`process exited early (${child.exitCode})`);
     try {
       if ((await fetch(url)).ok) return;
     } catch {
@@ -80,7 +81,15 @@ export async function spawnService(env: Record<string, string> = {}) {
   // The compiled service (scripts/start.mjs builds when stale), as `npm start` runs it: tsx would add ~130 MB of RSS.
   const child = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), LOG_LEVEL: 'warn', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pgPort),
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -103,7 +112,11 @@ export async function spawnService(env: Record<string, string> = {}) {
 /** Runs a bench-only script (e.g. a bare Fastify baseline) in its own process and waits for its port. */
 export async function spawnScript(file: string, readyPath: string, env: Record<string, string> = {}) {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env: { ...process.env, PORT: String(port), ...env }, stdio: 'inherit' });
+  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), ...env },
+    stdio: 'inherit',
+  });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(url + readyPath, child);
   return { url, pid: child.pid!, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };

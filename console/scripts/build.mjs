@@ -26,9 +26,16 @@ export function consoleIsStale() {
 export function ensureConsoleBuilt(log = console.log) {
   if (!consoleIsStale()) return false;
   log('building the console…');
-  const vite = path.join(path.dirname(createRequire(path.join(dir, 'package.json')).resolve('vite/package.json')), 'bin', 'vite.js');
+  const vite = path.join(
+    path.dirname(createRequire(path.join(dir, 'package.json')).resolve('vite/package.json')),
+    'bin',
+    'vite.js',
+  );
   const tmp = path.join(dir, `dist-${process.pid}`);
-  execFileSync(process.execPath, [vite, 'build', '--logLevel', 'warn', '--outDir', tmp, '--emptyOutDir'], { cwd: dir, stdio: 'inherit' });
+  execFileSync(process.execPath, [vite, 'build', '--logLevel', 'warn', '--outDir', tmp, '--emptyOutDir'], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
   rmSync(dist, { recursive: true, force: true });
   try {
     renameSync(tmp, dist);

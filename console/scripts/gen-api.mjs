@@ -11,6 +11,14 @@ const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(dir, '..');
 const given = process.argv[2];
 const doc = given ? path.resolve(given) : path.join(os.tmpdir(), `openapi-${process.pid}.json`);
-if (!given) execFileSync(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/openapi.mjs'), doc], { cwd: root, stdio: 'inherit' });
-execFileSync(path.join(dir, 'node_modules/.bin/openapi-typescript'), [doc, '-o', path.join(dir, 'src/api/schema.d.ts')], { stdio: 'inherit' });
+if (!given)
+  execFileSync(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/openapi.mjs'), doc], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+execFileSync(
+  path.join(dir, 'node_modules/.bin/openapi-typescript'),
+  [doc, '-o', path.join(dir, 'src/api/schema.d.ts')],
+  { stdio: 'inherit' },
+);
 if (!given) rmSync(doc);

@@ -19,7 +19,9 @@ export function Layout({ children }: { children: ReactNode }) {
             onChange={(e) => (e.target.value === NEW ? navigate('/setup/organization') : w.select(e.target.value))}
           >
             {w.me?.organizations.map((o) => (
-              <option key={o.id} value={o.id}>{o.name}</option>
+              <option key={o.id} value={o.id}>
+                {o.name}
+              </option>
             ))}
             <option value={NEW}>+ New organization…</option>
           </select>
@@ -31,7 +33,9 @@ export function Layout({ children }: { children: ReactNode }) {
             onChange={(e) => (e.target.value === NEW ? navigate('/setup/app') : w.select(w.org!.id, e.target.value))}
           >
             {w.org?.apps.map((a) => (
-              <option key={a.id} value={a.id}>{a.name}</option>
+              <option key={a.id} value={a.id}>
+                {a.name}
+              </option>
             ))}
             <option value={NEW}>+ New app…</option>
           </select>
@@ -47,7 +51,9 @@ export function Layout({ children }: { children: ReactNode }) {
         <span className="muted">
           {w.me?.email} ({w.role})
         </span>
-        <button type="button" onClick={w.signOut}>Sign out</button>
+        <button type="button" onClick={w.signOut}>
+          Sign out
+        </button>
       </header>
       <nav aria-label="Main">
         <ul>

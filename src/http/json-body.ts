@@ -11,7 +11,9 @@ declare module 'fastify' {
 }
 
 export const violationError = (where: string, v: JsonViolation) =>
-  new AppError('validation_failed', `${where}${v.path} ${v.message}`, [{ path: `${where}${v.path}`, message: v.message }]);
+  new AppError('validation_failed', `${where}${v.path} ${v.message}`, [
+    { path: `${where}${v.path}`, message: v.message },
+  ]);
 
 /**
  * How request bodies and query strings are read (docs/api-conventions.md, "Hostile input"):
@@ -51,7 +53,10 @@ export function registerJsonBodies(app: FastifyInstance): void {
  * UTF-8, or longer than the router allows): problem+json 400, like every other client error.
  */
 export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
-  const detail = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is not valid percent-encoded UTF-8';
+  const detail =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'A path parameter is too long'
+      : 'The URL is not valid percent-encoded UTF-8';
   reply.status(400).type('application/problem+json').send(problem('validation_failed', detail));
 }
 
@@ -62,9 +67,10 @@ export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: 
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   if (socket.writable) {
-    const detail = err.code === 'HPE_HEADER_OVERFLOW'
-      ? 'Request headers are too large'
-      : 'Malformed HTTP request: percent-encode non-ASCII characters of the URL';
+    const detail =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'Request headers are too large'
+        : 'Malformed HTTP request: percent-encode non-ASCII characters of the URL';
     const body = JSON.stringify(problem('validation_failed', detail));
     socket.write(
       `HTTP/1.1 400 Bad Request\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

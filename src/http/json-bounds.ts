@@ -78,7 +78,8 @@ export function findJsonViolation(root: unknown): JsonViolation | null {
   while (stack.length > 0) {
     const f = stack.pop()!;
     const v = f.value as object;
-    if (f.depth > MAX_JSON_DEPTH) return { path: pointer(f), message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
+    if (f.depth > MAX_JSON_DEPTH)
+      return { path: pointer(f), message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
         const bad = visit(f, i, v[i]);

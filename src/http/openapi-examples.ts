@@ -17,7 +17,15 @@ const EVENT = {
   event_name: 'paywall_viewed',
   ts_ms: 1767225600000,
   user: { anon_id: ANON_ID, user_id: null },
-  device: { platform: 'ios', os: 'iOS 18.2', app_version: '3.1.0', sdk_version: '1.4.0', framework: 'native', locale: 'en-US', country: 'US' },
+  device: {
+    platform: 'ios',
+    os: 'iOS 18.2',
+    app_version: '3.1.0',
+    sdk_version: '1.4.0',
+    framework: 'native',
+    locale: 'en-US',
+    country: 'US',
+  },
   context: { session_id: '9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a', screen: 'onboarding', client_seq: 17 },
   properties: { paywall_id: 'spring_sale', price_shown: 4.99 },
   privacy: { consent: { analytics: true } },
@@ -31,7 +39,12 @@ export const EXAMPLES: Record<string, RouteExamples> = {
     responses: { 202: { accepted: 1, rejected: 0, sampled: 0, consent_declined: 0 } },
   },
   'POST /api/v1/ingest/identify': {
-    body: { anon_id: ANON_ID, user_id: 'user-8812', ts_ms: 1767225660000, traits: { plan: 'pro', signup_source: 'ad' } },
+    body: {
+      anon_id: ANON_ID,
+      user_id: 'user-8812',
+      ts_ms: 1767225660000,
+      traits: { plan: 'pro', signup_source: 'ad' },
+    },
     responses: { 202: { linked: true, duplicate: false } },
   },
   'GET /api/v1/sdk/bootstrap': {
@@ -66,18 +79,41 @@ export const EXAMPLES: Record<string, RouteExamples> = {
   'GET /api/v1/analytics/kpis': {
     responses: {
       200: {
-        kpis: [{ metric: 'dau', current: 1840, previous: 1710, change_pct: 7.6, trend: 'up', sparkline: [1790, 1802, 1840] }],
+        kpis: [
+          { metric: 'dau', current: 1840, previous: 1710, change_pct: 7.6, trend: 'up', sparkline: [1790, 1802, 1840] },
+        ],
         period: { start: '2026-01-01', end: '2026-01-03' },
         compared_to: { start: '2025-12-29', end: '2025-12-31' },
         compare: 'previous_period',
         platform: null,
-        meta: { as_of: '2026-01-03', folded_at: '2026-01-04T00:05:00.000Z', timezone: 'Europe/Paris', rebuilding: false },
+        meta: {
+          as_of: '2026-01-03',
+          folded_at: '2026-01-04T00:05:00.000Z',
+          timezone: 'Europe/Paris',
+          rebuilding: false,
+        },
       },
     },
   },
   'POST /api/v1/sdk/option-sets/:setId/sync': {
-    body: { mode: 'merge', items: [{ id: 'fr', value: 'FR', label: 'France', sort_order: 1, option_data: { dial_code: '+33' } }] },
-    responses: { 200: { data: { set_id: 'countries', mode: 'merge', version: 4, created: 1, updated: 0, archived: 0, rejected: [], item_count: 1 } } },
+    body: {
+      mode: 'merge',
+      items: [{ id: 'fr', value: 'FR', label: 'France', sort_order: 1, option_data: { dial_code: '+33' } }],
+    },
+    responses: {
+      200: {
+        data: {
+          set_id: 'countries',
+          mode: 'merge',
+          version: 4,
+          created: 1,
+          updated: 0,
+          archived: 0,
+          rejected: [],
+          item_count: 1,
+        },
+      },
+    },
   },
   'GET /api/v1/sdk/option-sets/:setId': {
     responses: {

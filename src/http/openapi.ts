@@ -5,13 +5,38 @@ import { EXAMPLES } from './openapi-examples.js';
 
 /** The credentials a client sends, as OpenAPI security schemes (docs/api-conventions.md, Authentication). */
 const SECURITY_SCHEMES = {
-  sdkKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key\'s public key (SDK routes).' },
-  apiSecret: { type: 'apiKey', in: 'header', name: 'x-api-secret', description: 'The key\'s secret, sent with x-api-key (server-to-server routes).' },
-  exportKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key with the export_data permission.' },
-  bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A console user\'s ID token (POST /api/v1/auth/login, or the configured OIDC issuer).' },
-  tenant: { type: 'apiKey', in: 'header', name: 'x-tenant-id', description: 'The organization the call acts in (with bearer).' },
+  sdkKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: "An API key's public key (SDK routes)." },
+  apiSecret: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-secret',
+    description: "The key's secret, sent with x-api-key (server-to-server routes).",
+  },
+  exportKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-key',
+    description: 'An API key with the export_data permission.',
+  },
+  bearer: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: "A console user's ID token (POST /api/v1/auth/login, or the configured OIDC issuer).",
+  },
+  tenant: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-tenant-id',
+    description: 'The organization the call acts in (with bearer).',
+  },
   app: { type: 'apiKey', in: 'header', name: 'x-app-id', description: 'The app the call acts in (with bearer).' },
-  superAdmin: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The ID token of a Super Admin (SUPER_ADMIN_EMAILS).' },
+  superAdmin: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'The ID token of a Super Admin (SUPER_ADMIN_EMAILS).',
+  },
 } as const;
 
 type Requirement = Record<keyof typeof SECURITY_SCHEMES, string[]>;
@@ -42,7 +67,8 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   if (examples && methods.length === 1) {
     if (examples.body !== undefined && out.body) out.body = { ...(out.body as object), examples: [examples.body] };
     const response = { ...(out.response as Record<string, object>) };
-    for (const [status, value] of Object.entries(examples.responses ?? {})) response[status] = { ...response[status], examples: [value] };
+    for (const [status, value] of Object.entries(examples.responses ?? {}))
+      response[status] = { ...response[status], examples: [value] };
     out.response = response;
   }
   return { schema: out, url };
@@ -64,11 +90,15 @@ function toOas30Schema(s: unknown): void {
   }
   if (isObject(s.propertyNames)) {
     const { pattern } = s.propertyNames;
-    if (typeof pattern === 'string') s.description = [s.description, `Keys match ${pattern}.`].filter(Boolean).join(' ');
+    if (typeof pattern === 'string')
+      s.description = [s.description, `Keys match ${pattern}.`].filter(Boolean).join(' ');
     delete s.propertyNames;
   }
   // Draft 6+ exclusive bounds are numbers; 3.0 has the draft 4 form, a flag beside minimum/maximum.
-  for (const [bound, flag] of [['minimum', 'exclusiveMinimum'], ['maximum', 'exclusiveMaximum']]) {
+  for (const [bound, flag] of [
+    ['minimum', 'exclusiveMinimum'],
+    ['maximum', 'exclusiveMaximum'],
+  ]) {
     if (typeof s[flag] === 'number') {
       s[bound] = s[flag];
       s[flag] = true;
@@ -77,7 +107,8 @@ function toOas30Schema(s: unknown): void {
   for (const key of ['$id', '$schema', 'patternProperties']) delete s[key];
   if (isObject(s.properties)) Object.values(s.properties).forEach(toOas30Schema);
   for (const key of ['items', 'additionalProperties', 'not']) toOas30Schema(s[key]);
-  for (const key of ['allOf', 'anyOf', 'oneOf']) if (Array.isArray(s[key])) (s[key] as unknown[]).forEach(toOas30Schema);
+  for (const key of ['allOf', 'anyOf', 'oneOf'])
+    if (Array.isArray(s[key])) (s[key] as unknown[]).forEach(toOas30Schema);
 }
 
 /** Every schema object of the document (a copy: the routes' own schemas stay as they are). */
@@ -85,7 +116,8 @@ function toOas30(original: JsonObject): JsonObject {
   const doc = JSON.parse(JSON.stringify(original)) as JsonObject;
   const components = doc.components as { schemas?: JsonObject } | undefined;
   Object.values(components?.schemas ?? {}).forEach(toOas30Schema);
-  const media = (m: unknown) => Object.values(isObject(m) ? m : {}).forEach((c) => isObject(c) && toOas30Schema(c.schema));
+  const media = (m: unknown) =>
+    Object.values(isObject(m) ? m : {}).forEach((c) => isObject(c) && toOas30Schema(c.schema));
   for (const item of Object.values(doc.paths as JsonObject)) {
     for (const op of Object.values(item as JsonObject)) {
       if (!isObject(op)) continue;
@@ -106,7 +138,8 @@ export function swaggerOptions(version: string): FastifyDynamicSwaggerOptions {
       info: {
         title: 'Mobile SDK backend',
         version,
-        description: 'Config bundles, event ingestion, analytics, export, Option Sets, API keys and webhooks for mobile apps.',
+        description:
+          'Config bundles, event ingestion, analytics, export, Option Sets, API keys and webhooks for mobile apps.',
       },
       components: { securitySchemes: SECURITY_SCHEMES },
     },

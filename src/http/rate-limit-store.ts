@@ -4,7 +4,14 @@ import type { AdNetworkLimiter } from '../modules/ad-network/limiter.js';
 /** Where the global limits keep their state: one PostgreSQL row per key and window (migration 019). */
 export interface LimitStore {
   /** Reserves up to `want` (at least `need`, else nothing) of the key's budget; `left` is what remains after. */
-  take(key: string, nowMs: number, windowMs: number, limit: number, want: number, need: number): Promise<{ granted: number; left: number }>;
+  take(
+    key: string,
+    nowMs: number,
+    windowMs: number,
+    limit: number,
+    want: number,
+    need: number,
+  ): Promise<{ granted: number; left: number }>;
   /** Hands back what an instance reserved and did not spend. */
   giveBack(items: { key: string; windowStart: number; n: number }[]): Promise<void>;
   /** Forgets windows that started before `beforeMs`. */

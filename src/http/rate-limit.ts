@@ -90,7 +90,11 @@ interface KeyState {
  * it) and spends it in memory. Reservations never exceed the limit together; unspent ones go back
  * when the window ends, so the previous window's weight counts what was really used.
  */
-export function createGlobalLimiter(store: LimitStore, now: () => number = Date.now, onError: (err: unknown) => void = () => undefined): RateLimiter {
+export function createGlobalLimiter(
+  store: LimitStore,
+  now: () => number = Date.now,
+  onError: (err: unknown) => void = () => undefined,
+): RateLimiter {
   const states = new Map<string, KeyState>();
   let returns: { key: string; windowStart: number; n: number }[] = [];
   let lastSweep = now();
@@ -134,7 +138,8 @@ export function createGlobalLimiter(store: LimitStore, now: () => number = Date.
         s.tokens -= points;
         return { allowed: true, limit, remaining: Math.max(0, s.left + s.tokens), resetS };
       }
-      if (t < s.refusedUntil && points - s.tokens > s.left) return { allowed: false, limit, remaining: Math.max(0, s.left + s.tokens), resetS };
+      if (t < s.refusedUntil && points - s.tokens > s.left)
+        return { allowed: false, limit, remaining: Math.max(0, s.left + s.tokens), resetS };
       if (s.reserving) {
         await s.reserving;
         continue;
@@ -142,16 +147,19 @@ export function createGlobalLimiter(store: LimitStore, now: () => number = Date.
       const need = points - s.tokens;
       const want = Math.max(need, Math.floor(limit * RESERVATION_SHARE));
       let refused = false;
-      s.reserving = store.take(key, t, windowMs, limit, want, need).then(({ granted, left }) => {
-        s.tokens += granted;
-        s.left = left;
-        if (granted === 0) {
-          refused = true;
-          s.refusedUntil = now() + REFUSAL_CACHE_MS;
-        }
-      }).finally(() => {
-        s.reserving = undefined;
-      });
+      s.reserving = store
+        .take(key, t, windowMs, limit, want, need)
+        .then(({ granted, left }) => {
+          s.tokens += granted;
+          s.left = left;
+          if (granted === 0) {
+            refused = true;
+            s.refusedUntil = now() + REFUSAL_CACHE_MS;
+          }
+        })
+        .finally(() => {
+          s.reserving = undefined;
+        });
       await s.reserving;
       if (refused) return { allowed: false, limit, remaining: Math.max(0, s.left + s.tokens), resetS };
     }
@@ -167,19 +175,39 @@ export function createGlobalLimiter(store: LimitStore, now: () => number = Date.
 }
 
 export function rateHeaders(d: RateDecision): Record<string, string> {
-  return { 'ratelimit-limit': String(d.limit), 'ratelimit-remaining': String(d.remaining), 'ratelimit-reset': String(d.resetS) };
+  return {
+    'ratelimit-limit': String(d.limit),
+    'ratelimit-remaining': String(d.remaining),
+    'ratelimit-reset': String(d.resetS),
+  };
 }
 
 /** Consumes points; over the limit it throws the 429 (with Retry-After), else returns the decision for the headers. */
-export async function checkRate(limiter: RateLimiter, key: string, points: number, limit: number, what: string): Promise<RateDecision> {
+export async function checkRate(
+  limiter: RateLimiter,
+  key: string,
+  points: number,
+  limit: number,
+  what: string,
+): Promise<RateDecision> {
   const d = await limiter.consume(key, points, limit);
   if (!d.allowed) {
-    throw new AppError('rate_limited', `Rate limit of ${limit} ${what} per minute exceeded`, undefined, { ...rateHeaders(d), 'retry-after': String(d.resetS) });
+    throw new AppError('rate_limited', `Rate limit of ${limit} ${what} per minute exceeded`, undefined, {
+      ...rateHeaders(d),
+      'retry-after': String(d.resetS),
+    });
   }
   return d;
 }
 
 /** For routes whose whole cost is known up front: check and set the headers. */
-export async function enforceRate(limiter: RateLimiter, reply: FastifyReply, key: string, points: number, limit: number, what: string): Promise<void> {
+export async function enforceRate(
+  limiter: RateLimiter,
+  reply: FastifyReply,
+  key: string,
+  points: number,
+  limit: number,
+  what: string,
+): Promise<void> {
   reply.headers(rateHeaders(await checkRate(limiter, key, points, limit, what)));
 }

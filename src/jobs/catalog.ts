@@ -57,7 +57,11 @@ export const JOBS = {
   // One job per bulk export, keyed by its id: never two runs of one export at once. The handler
   // counts runs itself (MAX_EXPORT_ATTEMPTS) and marks the export failed; the limit here is a backstop.
   'export.bulk': def({
-    payload: Type.Object({ exportId: Type.String({ maxLength: 36 }), tenantId: Type.String({ maxLength: 36 }), appId: Type.String({ maxLength: 36 }) }),
+    payload: Type.Object({
+      exportId: Type.String({ maxLength: 36 }),
+      tenantId: Type.String({ maxLength: 36 }),
+      appId: Type.String({ maxLength: 36 }),
+    }),
     retryLimit: 8,
     retryDelaySeconds: 2,
     retryBackoff: true,

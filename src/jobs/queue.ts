@@ -15,7 +15,15 @@ async function retryOnDeadlock<T>(fn: () => Promise<T>, attempts = 5): Promise<T
 }
 
 /** The durable queue (pg-boss, in the service's own database) driven by the typed catalog. */
-export function createJobQueue({ url, runsWorkers, onError }: { url: string; runsWorkers: boolean; onError: (err: unknown) => void }) {
+export function createJobQueue({
+  url,
+  runsWorkers,
+  onError,
+}: {
+  url: string;
+  runsWorkers: boolean;
+  onError: (err: unknown) => void;
+}) {
   const boss = new PgBoss({
     connectionString: url,
     schema: 'pgboss',
@@ -61,7 +69,11 @@ export function createJobQueue({ url, runsWorkers, onError }: { url: string; run
     whenStarted(): Promise<void> {
       return started;
     },
-    async send<N extends JobName>(name: N, payload: JobPayload<N>, options: PgBoss.SendOptions = {}): Promise<string | null> {
+    async send<N extends JobName>(
+      name: N,
+      payload: JobPayload<N>,
+      options: PgBoss.SendOptions = {},
+    ): Promise<string | null> {
       return boss.send(name, payload, options);
     },
     async stop(): Promise<void> {

@@ -27,6 +27,7 @@ export interface SecretBox {
 export function createSecretBox(key: Buffer): SecretBox {
   return {
     seal: (plain) => SEALED_PREFIX + seal(key, plain).toString('base64'),
-    open: (stored) => (stored.startsWith(SEALED_PREFIX) ? open(key, Buffer.from(stored.slice(SEALED_PREFIX.length), 'base64')) : stored),
+    open: (stored) =>
+      stored.startsWith(SEALED_PREFIX) ? open(key, Buffer.from(stored.slice(SEALED_PREFIX.length), 'base64')) : stored,
   };
 }

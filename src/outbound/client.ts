@@ -17,7 +17,13 @@ export interface OutboundResult {
  * The one HTTP client for calls to customer-controlled URLs (webhooks, export callbacks):
  * timeouts, no redirects, and private targets refused at connect time unless allowed.
  */
-export function createOutboundClient({ allowPrivateTargets, timeoutMs = 10_000 }: { allowPrivateTargets: boolean; timeoutMs?: number }) {
+export function createOutboundClient({
+  allowPrivateTargets,
+  timeoutMs = 10_000,
+}: {
+  allowPrivateTargets: boolean;
+  timeoutMs?: number;
+}) {
   const agent = new Agent({
     connect: { lookup: guardedLookup(allowPrivateTargets), timeout: timeoutMs },
     headersTimeout: timeoutMs,
@@ -33,7 +39,8 @@ export function createOutboundClient({ allowPrivateTargets, timeoutMs = 10_000 }
         const target = new URL(url);
         const host = target.hostname.replace(/^\[|\]$/g, '');
         // IP literals skip DNS, so the connect-time lookup guard never sees them.
-        if (!allowPrivateTargets && net.isIP(host) && isPrivateAddress(host)) throw new RefusedTargetError(`refused private address ${host}`);
+        if (!allowPrivateTargets && net.isIP(host) && isPrivateAddress(host))
+          throw new RefusedTargetError(`refused private address ${host}`);
         const res = await request(target, {
           method: 'POST',
           body,
@@ -49,14 +56,19 @@ export function createOutboundClient({ allowPrivateTargets, timeoutMs = 10_000 }
         for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') flat[k] = v;
         return { status: res.statusCode, headers: flat, bodySnippet: snippet.slice(0, 1024), durationMs: elapsed() };
       } catch (err) {
-        const refused = err instanceof RefusedTargetError || (err as { cause?: unknown }).cause instanceof RefusedTargetError;
+        const refused =
+          err instanceof RefusedTargetError || (err as { cause?: unknown }).cause instanceof RefusedTargetError;
         return {
           status: null,
           headers: {},
           bodySnippet: '',
           durationMs: elapsed(),
           refused,
-          error: refused ? 'target refused: private or internal address' : (err as Error).name === 'TimeoutError' ? 'timeout' : String((err as Error).message ?? err).slice(0, 200),
+          error: refused
+            ? 'target refused: private or internal address'
+            : (err as Error).name === 'TimeoutError'
+              ? 'timeout'
+              : String((err as Error).message ?? err).slice(0, 200),
         };
       }
     },

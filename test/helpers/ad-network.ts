@@ -6,7 +6,9 @@ import { startTestServer, type TestServer } from './server.js';
 export const REDIRECT_URI = 'https://console.example.com/ad-network/callback';
 
 /** The service pointed at a fresh fake ad network. */
-export async function startWithFake(opts: FakeOptions = {}): Promise<{ fake: FakeAdNetwork; server: TestServer; c: Client }> {
+export async function startWithFake(
+  opts: FakeOptions = {},
+): Promise<{ fake: FakeAdNetwork; server: TestServer; c: Client }> {
   const fake = await startFakeAdNetwork(opts);
   const server = await startTestServer({
     AD_NETWORK_AUTH_URL: fake.authUrl,
@@ -42,7 +44,11 @@ export async function superAdmin(c: Client): Promise<Record<string, string>> {
 }
 
 export async function setLive(c: Client, root: Record<string, string>, t: Tenant, accountId: string, enabled = true) {
-  const r = await c.put(`/api/v1/admin/ad-network/apps/${t.appId}/accounts/${accountId}/live-writes`, { enabled }, root);
+  const r = await c.put(
+    `/api/v1/admin/ad-network/apps/${t.appId}/accounts/${accountId}/live-writes`,
+    { enabled },
+    root,
+  );
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.data.live_writes, enabled);
 }
@@ -50,10 +56,15 @@ export async function setLive(c: Client, root: Record<string, string>, t: Tenant
 export async function setRate(c: Client, root: Record<string, string>, currency: string, usdPerUnit: number) {
   const today = new Date();
   const days = [-3, -2, -1, 0, 1].map((d) => new Date(today.getTime() + d * 86_400_000).toISOString().slice(0, 10));
-  const r = await c.put('/api/v1/admin/exchange-rates', { rates: days.map((day) => ({ currency, day, usd_per_unit: usdPerUnit })) }, root);
+  const r = await c.put(
+    '/api/v1/admin/exchange-rates',
+    { rates: days.map((day) => ({ currency, day, usd_per_unit: usdPerUnit })) },
+    root,
+  );
   assert.equal(r.status, 200, r.text);
 }
 
 export const acctPath = (id: string) => `/api/v1/ad-network/accounts/${id}`;
 
-export const writesTo = (fake: FakeAdNetwork, method: string, re: RegExp) => fake.world.requests.filter((r) => r.method === method && re.test(r.path));
+export const writesTo = (fake: FakeAdNetwork, method: string, re: RegExp) =>
+  fake.world.requests.filter((r) => r.method === method && re.test(r.path));

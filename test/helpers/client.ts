@@ -9,7 +9,12 @@ export interface Res<T = any> {
 
 /** A small fetch wrapper: JSON in, JSON (or text) out, status never thrown. */
 export function client(baseUrl: string, defaults: Record<string, string> = {}) {
-  async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res<T>> {
+  async function call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Res<T>> {
     const res = await fetch(baseUrl + path, {
       method,
       headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...defaults, ...headers },
@@ -59,8 +64,16 @@ export async function createTenant(c: Client, opts: { email?: string; permission
   const org = await c.post('/api/v1/organizations', { name: 'Org' }, auth);
   const app = await c.post(`/api/v1/organizations/${org.body.data.id}/apps`, { name: 'App' }, auth);
   const consoleHeaders = { ...auth, 'x-tenant-id': org.body.data.id, 'x-app-id': app.body.data.id };
-  const live = await c.post('/api/v1/sdk/api-keys', { environment: 'production', permissions: opts.permissions ?? ['export_data'] }, consoleHeaders);
-  const sandbox = await c.post('/api/v1/sdk/api-keys', { environment: 'sandbox', permissions: opts.permissions ?? ['export_data'] }, consoleHeaders);
+  const live = await c.post(
+    '/api/v1/sdk/api-keys',
+    { environment: 'production', permissions: opts.permissions ?? ['export_data'] },
+    consoleHeaders,
+  );
+  const sandbox = await c.post(
+    '/api/v1/sdk/api-keys',
+    { environment: 'sandbox', permissions: opts.permissions ?? ['export_data'] },
+    consoleHeaders,
+  );
   if (live.status !== 201 || sandbox.status !== 201) throw new Error(`key creation failed: ${live.text}`);
   return {
     token,

@@ -70,7 +70,12 @@ export async function startFaultProxy(target: string) {
     for (const [k, v] of Object.entries(req.headers)) if (!HOP.has(k) && typeof v === 'string') headers[k] = v;
     const ctl = new AbortController();
     res.on('close', () => ctl.abort()); // the client left: so does the relayed stream
-    const answer = await fetch(target + req.url, { method: req.method, headers, body: text || undefined, signal: ctl.signal });
+    const answer = await fetch(target + req.url, {
+      method: req.method,
+      headers,
+      body: text || undefined,
+      signal: ctl.signal,
+    });
     if (answer.status === 200 && answer.headers.get('content-type')?.startsWith('text/event-stream') && !fault) {
       entry.status = 200;
       res.writeHead(200, Object.fromEntries([...answer.headers].filter(([k]) => !HOP.has(k))));

@@ -57,10 +57,15 @@ export async function startInstance(inst: Instance, env: Record<string, string>,
   proc.stderr!.on('data', keep);
   const until = Date.now() + timeoutMs;
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`${inst.role} on ${inst.port} exited ${proc.exitCode}: ${inst.tail.join('\n')}`);
-    const ready = await fetch(`${inst.url}/readyz`).then(async (r) => ({ ok: r.status === 200, text: await r.text() }), (err) => ({ ok: false, text: String(err) }));
+    if (proc.exitCode !== null)
+      throw new Error(`${inst.role} on ${inst.port} exited ${proc.exitCode}: ${inst.tail.join('\n')}`);
+    const ready = await fetch(`${inst.url}/readyz`).then(
+      async (r) => ({ ok: r.status === 200, text: await r.text() }),
+      (err) => ({ ok: false, text: String(err) }),
+    );
     if (ready.ok) return;
-    if (Date.now() > until) throw new Error(`${inst.role} on ${inst.port} not ready (${ready.text}): ${inst.tail.join('\n')}`);
+    if (Date.now() > until)
+      throw new Error(`${inst.role} on ${inst.port} not ready (${ready.text}): ${inst.tail.join('\n')}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -25,9 +25,19 @@ export interface TestServer extends RunningServer {
 export async function startTestServer(env: Record<string, string> = {}, databaseUrl?: string): Promise<TestServer> {
   const dbUrl = databaseUrl ?? (await createTestDatabase());
   const config = loadConfig(
-    { PORT: '0', HOST: '127.0.0.1', ALLOW_PRIVATE_TARGETS: '1', SUPER_ADMIN_EMAILS: 'root@example.com', ...env, DATABASE_URL: dbUrl },
+    {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ALLOW_PRIVATE_TARGETS: '1',
+      SUPER_ADMIN_EMAILS: 'root@example.com',
+      ...env,
+      DATABASE_URL: dbUrl,
+    },
     // Instances on one database share its ENCRYPTION_KEY, as in production: each reads the secrets the other sealed.
-    { dataDir: `/tmp/svc-test-${randomBytes(4).toString('hex')}`, encryptionKey: createHash('sha256').update(dbUrl).digest() },
+    {
+      dataDir: `/tmp/svc-test-${randomBytes(4).toString('hex')}`,
+      encryptionKey: createHash('sha256').update(dbUrl).digest(),
+    },
   );
   const server = await startServer(config, pino({ level: process.env.LOG_LEVEL ?? 'silent' }));
   const db = new pg.Pool({ connectionString: dbUrl, max: 4 });

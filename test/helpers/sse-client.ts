@@ -49,13 +49,25 @@ function toHeaders(res: http.IncomingMessage): Headers {
   return h;
 }
 
-export async function openStream(baseUrl: string, key: string, opts: { lastEventId?: string; path?: string } = {}): Promise<SseStream | Refusal> {
+export async function openStream(
+  baseUrl: string,
+  key: string,
+  opts: { lastEventId?: string; path?: string } = {},
+): Promise<SseStream | Refusal> {
   const headers: Record<string, string> = { 'x-api-key': key, accept: 'text/event-stream' };
   if (opts.lastEventId !== undefined) headers['last-event-id'] = opts.lastEventId;
   const res = await get(baseUrl + (opts.path ?? '/api/v1/sdk/config-stream'), headers);
-  if (res.statusCode !== 200) return { status: res.statusCode!, headers: toHeaders(res), body: JSON.parse(await text(res)) };
+  if (res.statusCode !== 200)
+    return { status: res.statusCode!, headers: toHeaders(res), body: JSON.parse(await text(res)) };
 
-  const s = { status: res.statusCode!, headers: toHeaders(res), events: [] as SseEvent[], comments: 0, retry: undefined as number | undefined, lastEventId: opts.lastEventId ?? '' };
+  const s = {
+    status: res.statusCode!,
+    headers: toHeaders(res),
+    events: [] as SseEvent[],
+    comments: 0,
+    retry: undefined as number | undefined,
+    lastEventId: opts.lastEventId ?? '',
+  };
   let wake: () => void = () => undefined;
   let done = false;
   let cursor = 0;
@@ -65,7 +77,8 @@ export async function openStream(baseUrl: string, key: string, opts: { lastEvent
   let data: string[] = [];
   function line(l: string): void {
     if (l === '') {
-      if (data.length > 0) s.events.push({ id: s.lastEventId, event: event || 'message', data: JSON.parse(data.join('\n')) });
+      if (data.length > 0)
+        s.events.push({ id: s.lastEventId, event: event || 'message', data: JSON.parse(data.join('\n')) });
       event = '';
       data = [];
       return wake();

@@ -17,12 +17,23 @@ export function registerOAuth(app: FastifyInstance, w: World) {
   app.get('/login/oauth2/authorize', async (req, reply) => {
     const q = req.query as Record<string, string | undefined>;
     if (q.client_id !== clientId) return oauthError(reply, 400, 'invalid_client', 'Unknown client_id');
-    if (q.response_type !== 'code') return oauthError(reply, 400, 'unsupported_response_type', 'response_type must be code');
+    if (q.response_type !== 'code')
+      return oauthError(reply, 400, 'unsupported_response_type', 'response_type must be code');
     if (!q.redirect_uri) return oauthError(reply, 400, 'invalid_request', 'redirect_uri is required');
-    if (q.scope !== 'snapchat-marketing-api') return oauthError(reply, 400, 'invalid_scope', 'scope must be snapchat-marketing-api');
-    if (q.code_challenge && q.code_challenge_method !== 'S256') return oauthError(reply, 400, 'invalid_request', 'code_challenge_method must be S256');
+    if (q.scope !== 'snapchat-marketing-api')
+      return oauthError(reply, 400, 'invalid_scope', 'scope must be snapchat-marketing-api');
+    if (q.code_challenge && q.code_challenge_method !== 'S256')
+      return oauthError(reply, 400, 'invalid_request', 'code_challenge_method must be S256');
     const code = token('code_');
-    w.codes.set(code, { clientId, redirectUri: q.redirect_uri, challenge: q.code_challenge, method: q.code_challenge_method, expiresAt: Date.now() + 10 * 60_000, used: false, scope: q.scope });
+    w.codes.set(code, {
+      clientId,
+      redirectUri: q.redirect_uri,
+      challenge: q.code_challenge,
+      method: q.code_challenge_method,
+      expiresAt: Date.now() + 10 * 60_000,
+      used: false,
+      scope: q.scope,
+    });
     const to = new URL(q.redirect_uri);
     to.searchParams.set('code', code);
     if (q.state !== undefined) to.searchParams.set('state', q.state);
@@ -63,7 +74,13 @@ export function registerOAuth(app: FastifyInstance, w: World) {
       const grant = { id: randomUUID(), clientId, refreshToken: token('rt_'), revoked: false, scope: c.scope };
       w.grants.set(grant.id, grant);
       log(200);
-      return { access_token: issue(grant.id), token_type: 'Bearer', expires_in: expiresIn, refresh_token: grant.refreshToken, scope: grant.scope };
+      return {
+        access_token: issue(grant.id),
+        token_type: 'Bearer',
+        expires_in: expiresIn,
+        refresh_token: grant.refreshToken,
+        scope: grant.scope,
+      };
     }
     if (b.grant_type === 'refresh_token') {
       const grant = [...w.grants.values()].find((g) => g.refreshToken === b.refresh_token);
@@ -73,7 +90,13 @@ export function registerOAuth(app: FastifyInstance, w: World) {
       }
       if (w.opts.refreshMode === 'rotating') grant.refreshToken = token('rt_');
       log(200);
-      return { access_token: issue(grant.id), token_type: 'Bearer', expires_in: expiresIn, refresh_token: grant.refreshToken, scope: grant.scope };
+      return {
+        access_token: issue(grant.id),
+        token_type: 'Bearer',
+        expires_in: expiresIn,
+        refresh_token: grant.refreshToken,
+        scope: grant.scope,
+      };
     }
     log(400);
     return oauthError(reply, 400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
@@ -81,7 +104,10 @@ export function registerOAuth(app: FastifyInstance, w: World) {
 }
 
 /** Resolves a Bearer access token; null when unknown, expired or its grant is revoked. */
-export function checkToken(w: World, authorization: string | undefined): { token: string; grantId: string; clientId: string } | null {
+export function checkToken(
+  w: World,
+  authorization: string | undefined,
+): { token: string; grantId: string; clientId: string } | null {
   const m = /^Bearer (.+)$/i.exec(authorization ?? '');
   const t = m ? w.tokens.get(m[1]) : undefined;
   if (!m || !t || t.expiresAt < Date.now()) return null;

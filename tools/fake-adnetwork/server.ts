@@ -48,20 +48,26 @@ export async function startFakeAdNetwork(opts: FakeOptions = {}) {
     const who = checkToken(w, req.headers.authorization);
     if (!who) {
       entry.status = 401;
-      return opts.empty401 ? reply.status(401).send('') : reply.status(401).send(errorBody('E0002', 'Unauthorized: invalid, expired or revoked access token'));
+      return opts.empty401
+        ? reply.status(401).send('')
+        : reply.status(401).send(errorBody('E0002', 'Unauthorized: invalid, expired or revoked access token'));
     }
-    if (over(`token:${who.token}`, opts.tokenRps ?? 10) || over(`app:${who.clientId}`, opts.appRps ?? 20)) return tooMany();
+    if (over(`token:${who.token}`, opts.tokenRps ?? 10) || over(`app:${who.clientId}`, opts.appRps ?? 20))
+      return tooMany();
   });
 
   // Idempotency (test option, off by default like Snap): a write repeating its key gets the first answer.
   const idemKey = (req: FastifyRequest) => {
     const key = req.headers['idempotency-key'];
-    return opts.idempotency && req.method !== 'GET' && typeof key === 'string' ? `${req.method} ${req.url.split('?')[0]} ${key}` : undefined;
+    return opts.idempotency && req.method !== 'GET' && typeof key === 'string'
+      ? `${req.method} ${req.url.split('?')[0]} ${key}`
+      : undefined;
   };
 
   app.addHook('preHandler', async (req, reply) => {
     const entry = (req as unknown as { fakeEntry?: (typeof w.requests)[number] }).fakeEntry;
-    if (entry && req.body && typeof req.body === 'object' && !Buffer.isBuffer(req.body)) entry.body = structuredClone(req.body);
+    if (entry && req.body && typeof req.body === 'object' && !Buffer.isBuffer(req.body))
+      entry.body = structuredClone(req.body);
     const sw = w.switches;
     if (entry && sw.failRequests > 0 && sw.failMatch.test(`${req.method} ${entry.path}`)) {
       if (sw.failSkip > 0) sw.failSkip--;
@@ -78,7 +84,8 @@ export async function startFakeAdNetwork(opts: FakeOptions = {}) {
 
   app.addHook('onSend', async (req, reply, payload) => {
     const k = idemKey(req);
-    if (k && reply.statusCode < 300 && typeof payload === 'string' && !w.idempotency.has(k)) w.idempotency.set(k, { status: reply.statusCode, payload });
+    if (k && reply.statusCode < 300 && typeof payload === 'string' && !w.idempotency.has(k))
+      w.idempotency.set(k, { status: reply.statusCode, payload });
     return payload;
   });
 
@@ -94,7 +101,11 @@ export async function startFakeAdNetwork(opts: FakeOptions = {}) {
   // Failure injection: process the request, then cut the connection before the answer arrives.
   app.addHook('onSend', async (req, _reply, payload) => {
     const sw = w.switches;
-    if (sw.dropResponses > 0 && req.url.startsWith('/v1/') && (!sw.dropMatch || sw.dropMatch.test(`${req.method} ${req.url}`))) {
+    if (
+      sw.dropResponses > 0 &&
+      req.url.startsWith('/v1/') &&
+      (!sw.dropMatch || sw.dropMatch.test(`${req.method} ${req.url}`))
+    ) {
       sw.dropResponses--;
       req.raw.socket?.destroy();
     }
@@ -172,7 +183,13 @@ export async function startFakeAdNetwork(opts: FakeOptions = {}) {
   });
   app.get('/__operator/state', async () => ({
     accounts: [...w.accounts.values()],
-    entities: [...w.entities.values()].map((e) => ({ id: e.id, kind: e.kind, ad_account_id: e.ad_account_id, deleted: !!e.deleted, ...e.fields })),
+    entities: [...w.entities.values()].map((e) => ({
+      id: e.id,
+      kind: e.kind,
+      ad_account_id: e.ad_account_id,
+      deleted: !!e.deleted,
+      ...e.fields,
+    })),
     requests: w.requests.length,
   }));
 

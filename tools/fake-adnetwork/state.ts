@@ -77,26 +77,69 @@ export function createWorld(opts: FakeOptions) {
     accounts.set(acc.id, acc);
     return acc;
   };
-  addAccount({ id: '8adc3db7-0000-4000-8000-0000000000a1', name: 'Hooli US', currency: 'USD', timezone: 'America/Los_Angeles' });
-  addAccount({ id: '8adc3db7-0000-4000-8000-0000000000e1', name: 'Hooli EU', currency: 'EUR', timezone: 'Europe/Berlin' });
+  addAccount({
+    id: '8adc3db7-0000-4000-8000-0000000000a1',
+    name: 'Hooli US',
+    currency: 'USD',
+    timezone: 'America/Los_Angeles',
+  });
+  addAccount({
+    id: '8adc3db7-0000-4000-8000-0000000000e1',
+    name: 'Hooli EU',
+    currency: 'EUR',
+    timezone: 'Europe/Berlin',
+  });
 
   return {
     opts,
-    organization: { id: orgId, name: 'Hooli Inc', country: 'US', type: 'ENTERPRISE', state: 'ACTIVE', roles: ['member'] },
+    organization: {
+      id: orgId,
+      name: 'Hooli Inc',
+      country: 'US',
+      type: 'ENTERPRISE',
+      state: 'ACTIVE',
+      roles: ['member'],
+    },
     accounts,
     addAccount,
     entities: new Map<string, Entity>(),
-    codes: new Map<string, { grantId?: string; clientId: string; redirectUri: string; challenge?: string; method?: string; expiresAt: number; used: boolean; scope: string }>(),
+    codes: new Map<
+      string,
+      {
+        grantId?: string;
+        clientId: string;
+        redirectUri: string;
+        challenge?: string;
+        method?: string;
+        expiresAt: number;
+        used: boolean;
+        scope: string;
+      }
+    >(),
     grants: new Map<string, Grant>(),
     tokens: new Map<string, { grantId: string; expiresAt: number }>(),
     idempotency: new Map<string, { status: number; payload: string }>(),
     lastAdByCreative: new Map<string, number>(),
     /** Every API request (not OAuth), for tests counting outbound calls. */
-    requests: [] as { method: string; path: string; at: number; idempotencyKey?: string; status?: number; body?: any }[],
+    requests: [] as {
+      method: string;
+      path: string;
+      at: number;
+      idempotencyKey?: string;
+      status?: number;
+      body?: any;
+    }[],
     tokenRequests: [] as { grant_type: string; at: number; status: number }[],
     /** Which write path style the client used (documented vs the spec's aliases). */
     pathLog: [] as { path: string; style: 'documented' | 'spec' }[],
-    switches: { force429: 0, dropResponses: 0, dropMatch: undefined as RegExp | undefined, failRequests: 0, failMatch: /$^/, failSkip: 0 },
+    switches: {
+      force429: 0,
+      dropResponses: 0,
+      dropMatch: undefined as RegExp | undefined,
+      failRequests: 0,
+      failMatch: /$^/,
+      failSkip: 0,
+    },
   };
 }
 
@@ -109,23 +152,36 @@ export const limitInRange = (n: number) => Number.isInteger(n) && n >= 50 && n <
 
 /** Opaque paging cursor: the offset of the next page. */
 export const encodeCursor = (offset: number) => Buffer.from(String(offset)).toString('base64url');
-export const decodeCursor = (cursor: string | undefined) => (cursor ? Number(Buffer.from(cursor, 'base64url').toString()) || 0 : 0);
+export const decodeCursor = (cursor: string | undefined) =>
+  cursor ? Number(Buffer.from(cursor, 'base64url').toString()) || 0 : 0;
 
 /** Local calendar parts of an instant in an IANA zone. */
 export function localParts(ms: number, tz: string) {
-  const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  const f = new Intl.DateTimeFormat('en-CA', {
+    timeZone: tz,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
   const p = Object.fromEntries(f.formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
   return { day: `${p.year}-${p.month}-${p.day}`, h: Number(p.hour), m: Number(p.minute), s: Number(p.second) };
 }
 
 export const localDay = (ms: number, tz: string) => localParts(ms, tz).day;
 
-export const addDays = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) + n * 86400_000).toISOString().slice(0, 10);
+export const addDays = (day: string, n: number) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + n * 86400_000).toISOString().slice(0, 10);
 
 /** Offset of a zone at an instant, e.g. "-07:00". */
 export function offsetOf(ms: number, tz: string): string {
   const p = localParts(ms, tz);
-  const asUtc = Date.parse(`${p.day}T${String(p.h).padStart(2, '0')}:${String(p.m).padStart(2, '0')}:${String(p.s).padStart(2, '0')}Z`);
+  const asUtc = Date.parse(
+    `${p.day}T${String(p.h).padStart(2, '0')}:${String(p.m).padStart(2, '0')}:${String(p.s).padStart(2, '0')}Z`,
+  );
   const mins = Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60000);
   const sign = mins < 0 ? '-' : '+';
   const a = Math.abs(mins);

@@ -3,7 +3,12 @@ import type { paths } from './schema';
 
 /** A problem+json answer of the API, thrown by `unwrap` so queries and mutations see one error type. */
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string | undefined, message: string, readonly errors: FieldError[] = []) {
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    message: string,
+    readonly errors: FieldError[] = [],
+  ) {
     super(message);
   }
 }

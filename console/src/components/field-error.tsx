@@ -7,7 +7,9 @@ import { ApiError } from '../api/client';
  */
 export function FieldError({ error, fields }: { error: unknown; fields: string[] }) {
   if (!(error instanceof ApiError)) return null;
-  const mine = error.errors.filter((e) => fields.some((f) => e.path === `/body/${f}` || e.path.startsWith(`/body/${f}/`)));
+  const mine = error.errors.filter((e) =>
+    fields.some((f) => e.path === `/body/${f}` || e.path.startsWith(`/body/${f}/`)),
+  );
   if (mine.length === 0) return null;
   return (
     <span role="alert" className="field-error">
@@ -20,7 +22,14 @@ export function FieldError({ error, fields }: { error: unknown; fields: string[]
  * A JSON text area: parse errors shown as typed (the value is not sent until it parses), the
  * server's errors for `fields` shown below it. `onValue` gets the parsed value or undefined.
  */
-export function JsonField({ label, initial, onValue, error, fields, rows = 8 }: {
+export function JsonField({
+  label,
+  initial,
+  onValue,
+  error,
+  fields,
+  rows = 8,
+}: {
   label: string;
   initial: unknown;
   onValue(v: unknown): void;
@@ -43,8 +52,18 @@ export function JsonField({ label, initial, onValue, error, fields, rows = 8 }: 
   return (
     <label className="json">
       {label}
-      <textarea rows={rows} spellCheck={false} value={text} onChange={(e) => change(e.target.value)} aria-invalid={bad !== null} />
-      {bad && <span role="alert" className="field-error">Not valid JSON: {bad}</span>}
+      <textarea
+        rows={rows}
+        spellCheck={false}
+        value={text}
+        onChange={(e) => change(e.target.value)}
+        aria-invalid={bad !== null}
+      />
+      {bad && (
+        <span role="alert" className="field-error">
+          Not valid JSON: {bad}
+        </span>
+      )}
       <FieldError error={error} fields={fields} />
     </label>
   );

@@ -5,7 +5,10 @@ import { useScopeKey } from '../session';
 
 /** The app's 20 most recent changes (keys, settings, content...), as the API words them. */
 export function ActivityFeed() {
-  const query = useQuery({ queryKey: useScopeKey('activity'), queryFn: () => unwrap(api.GET('/api/v1/analytics/activity')) });
+  const query = useQuery({
+    queryKey: useScopeKey('activity'),
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/activity')),
+  });
   return (
     <Tile title="Activity feed" query={query} className="wide">
       {(d) =>
@@ -17,7 +20,9 @@ export function ActivityFeed() {
               <li key={i.id}>
                 <span className={`icon icon-${i.icon}`} aria-hidden="true" />
                 <span>{i.description}</span>
-                <time dateTime={i.timestamp} title={i.timestamp}>{i.relative_time}</time>
+                <time dateTime={i.timestamp} title={i.timestamp}>
+                  {i.relative_time}
+                </time>
               </li>
             ))}
           </ul>

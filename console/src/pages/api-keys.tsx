@@ -11,7 +11,12 @@ import { useScopeKey, useWorkspace } from '../session';
 type Created = paths['/api/v1/sdk/api-keys']['post']['responses'][201]['content']['application/json']['data'];
 
 /** Seconds the replaced key keeps working. */
-const OVERLAPS = [['0', 'Revoke the old key now'], ['3600', 'Keep the old key 1 hour'], ['86400', 'Keep the old key 24 hours'], ['604800', 'Keep the old key 7 days']] as const;
+const OVERLAPS = [
+  ['0', 'Revoke the old key now'],
+  ['3600', 'Keep the old key 1 hour'],
+  ['86400', 'Keep the old key 24 hours'],
+  ['604800', 'Keep the old key 7 days'],
+] as const;
 
 /** The app's SDK keys: create (secret shown once), rotate with an overlap, revoke. */
 export default function ApiKeys() {
@@ -22,12 +27,15 @@ export default function ApiKeys() {
   const [secret, setSecret] = useState<Created | null>(null);
   const refresh = () => qc.invalidateQueries({ queryKey: key });
   const create = useMutation({
-    mutationFn: (b: { environment: 'production' | 'sandbox'; name?: string; permissions: 'export_data'[] }) => unwrap(api.POST('/api/v1/sdk/api-keys', { body: b })),
+    mutationFn: (b: { environment: 'production' | 'sandbox'; name?: string; permissions: 'export_data'[] }) =>
+      unwrap(api.POST('/api/v1/sdk/api-keys', { body: b })),
     onSuccess: (r) => (setSecret(r.data), refresh()),
   });
   const rotate = useMutation({
     mutationFn: ({ id, overlap }: { id: string; overlap: number }) =>
-      unwrap(api.POST('/api/v1/sdk/api-keys/{id}/rotate', { params: { path: { id } }, body: { overlap_seconds: overlap } })),
+      unwrap(
+        api.POST('/api/v1/sdk/api-keys/{id}/rotate', { params: { path: { id } }, body: { overlap_seconds: overlap } }),
+      ),
     onSuccess: (r) => (setSecret(r.data), refresh()),
   });
   const revoke = useMutation({
@@ -63,9 +71,12 @@ export default function ApiKeys() {
             </select>
           </label>
           <label className="inline">
-            <input type="checkbox" checked={exportData} onChange={(e) => setExportData(e.target.checked)} /> Can export data
+            <input type="checkbox" checked={exportData} onChange={(e) => setExportData(e.target.checked)} /> Can export
+            data
           </label>
-          <button type="submit" disabled={create.isPending}>Create key</button>
+          <button type="submit" disabled={create.isPending}>
+            Create key
+          </button>
         </form>
       )}
       <Problem error={create.error ?? rotate.error ?? revoke.error} />
@@ -73,29 +84,63 @@ export default function ApiKeys() {
         {(d) => (
           <table>
             <thead>
-              <tr><th>Name</th><th>Public key</th><th>Environment</th><th>Status</th><th>Permissions</th><th>Created</th><th /></tr>
+              <tr>
+                <th>Name</th>
+                <th>Public key</th>
+                <th>Environment</th>
+                <th>Status</th>
+                <th>Permissions</th>
+                <th>Created</th>
+                <th />
+              </tr>
             </thead>
             <tbody>
               {d.data.map((k) => (
                 <tr key={k.id} aria-label={`Key ${k.public_key}`}>
                   <td>{k.name ?? ''}</td>
-                  <td><code>{k.public_key}</code></td>
+                  <td>
+                    <code>{k.public_key}</code>
+                  </td>
                   <td>{k.environment}</td>
-                  <td>{k.status}{k.status === 'active' && k.revokes_at ? ` (until ${new Date(k.revokes_at).toLocaleString()})` : ''}</td>
+                  <td>
+                    {k.status}
+                    {k.status === 'active' && k.revokes_at ? ` (until ${new Date(k.revokes_at).toLocaleString()})` : ''}
+                  </td>
                   <td>{k.permissions.join(', ') || '—'}</td>
                   <td>{new Date(k.created_at).toLocaleDateString()}</td>
                   <td>
                     {k.status === 'active' && canManage && (
                       <span className="row">
-                        <Select name={`Overlap for ${k.public_key}`} value={overlap[k.id] ?? '0'} options={OVERLAPS} onChange={(s) => setOverlap({ ...overlap, [k.id]: s })} />
-                        <button type="button" className="secondary" onClick={() => rotate.mutate({ id: k.id, overlap: Number(overlap[k.id] ?? 0) })}>Rotate</button>
+                        <Select
+                          name={`Overlap for ${k.public_key}`}
+                          value={overlap[k.id] ?? '0'}
+                          options={OVERLAPS}
+                          onChange={(s) => setOverlap({ ...overlap, [k.id]: s })}
+                        />
+                        <button
+                          type="button"
+                          className="secondary"
+                          onClick={() => rotate.mutate({ id: k.id, overlap: Number(overlap[k.id] ?? 0) })}
+                        >
+                          Rotate
+                        </button>
                         {confirming === k.id ? (
                           <>
-                            <button type="button" className="danger" onClick={() => revoke.mutate(k.id, { onSettled: () => setConfirming(null) })}>Confirm revoke</button>
-                            <button type="button" className="secondary" onClick={() => setConfirming(null)}>Cancel</button>
+                            <button
+                              type="button"
+                              className="danger"
+                              onClick={() => revoke.mutate(k.id, { onSettled: () => setConfirming(null) })}
+                            >
+                              Confirm revoke
+                            </button>
+                            <button type="button" className="secondary" onClick={() => setConfirming(null)}>
+                              Cancel
+                            </button>
                           </>
                         ) : (
-                          <button type="button" className="danger" onClick={() => setConfirming(k.id)}>Revoke</button>
+                          <button type="button" className="danger" onClick={() => setConfirming(k.id)}>
+                            Revoke
+                          </button>
                         )}
                       </span>
                     )}
@@ -121,12 +166,19 @@ function SecretOnce({ created, onDone }: { created: Created; onDone(): void }) {
       <h2>Key {created.public_key} created</h2>
       <p className="warning" role="note">
         Copy the secret now: it is shown only once and cannot be recovered (only its hash is stored).
-        {created.previous_key_revokes_at && ` The replaced key stops working at ${new Date(created.previous_key_revokes_at).toLocaleString()}.`}
+        {created.previous_key_revokes_at &&
+          ` The replaced key stops working at ${new Date(created.previous_key_revokes_at).toLocaleString()}.`}
       </p>
       <div className="row">
-        <code className="secret" aria-label="Secret key">{created.secret_key}</code>
-        <button type="button" onClick={copy}>{copied ? 'Copied' : 'Copy secret'}</button>
-        <button type="button" className="secondary" onClick={onDone}>I have stored it</button>
+        <code className="secret" aria-label="Secret key">
+          {created.secret_key}
+        </code>
+        <button type="button" onClick={copy}>
+          {copied ? 'Copied' : 'Copy secret'}
+        </button>
+        <button type="button" className="secondary" onClick={onDone}>
+          I have stored it
+        </button>
       </div>
     </section>
   );

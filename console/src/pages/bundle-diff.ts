@@ -23,7 +23,8 @@ export function diffBundles(a: Content, b: Content): ItemChange[] {
       const name = item && typeof item === 'object' && typeof item.name === 'string' ? item.name : undefined;
       if (!(key in before)) out.push({ section, key, name, change: 'added' });
       else if (!(key in after)) out.push({ section, key, name, change: 'removed' });
-      else if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) out.push({ section, key, name, change: 'changed' });
+      else if (JSON.stringify(before[key]) !== JSON.stringify(after[key]))
+        out.push({ section, key, name, change: 'changed' });
     }
   }
   return out.sort((x, y) => x.section.localeCompare(y.section) || x.key.localeCompare(y.key));

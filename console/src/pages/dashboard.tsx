@@ -17,9 +17,17 @@ type Kpi = paths['/api/v1/analytics/kpis']['get']['responses'][200]['content']['
 type Compare = NonNullable<KpiQuery['compare']>;
 
 const PRESETS = [7, 30, 90];
-const COMPARES: [Compare, string][] = [['previous_period', 'Previous period'], ['previous_month', 'Previous month'], ['previous_year', 'Previous year']];
+const COMPARES: [Compare, string][] = [
+  ['previous_period', 'Previous period'],
+  ['previous_month', 'Previous month'],
+  ['previous_year', 'Previous year'],
+];
 // The platforms an event envelope accepts (docs/ingestion.md).
-const PLATFORMS = [['', 'All platforms'], ['ios', 'ios'], ['android', 'android']] as const;
+const PLATFORMS = [
+  ['', 'All platforms'],
+  ['ios', 'ios'],
+  ['android', 'android'],
+] as const;
 
 interface Filters {
   start?: string;
@@ -32,7 +40,10 @@ export default function Dashboard() {
   const { environment } = useWorkspace();
   const [f, setF] = useState<Filters>({ compare: 'previous_period' });
   const q: KpiQuery = { start_date: f.start, end_date: f.end, compare: f.compare, platform: f.platform, environment };
-  const kpis = useQuery({ queryKey: useScopeKey('kpis', q), queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis', { params: { query: q } })) });
+  const kpis = useQuery({
+    queryKey: useScopeKey('kpis', q),
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis', { params: { query: q } })),
+  });
   const period = kpis.data?.period;
   // Presets count back from the end shown (today in the app's timezone unless a custom end was set).
   const preset = (days: number) => {
@@ -47,29 +58,59 @@ export default function Dashboard() {
       <div className="filters" role="group" aria-label="Filters">
         <label>
           Range
-          <select value={PRESETS.includes(days) ? String(days) : 'custom'} onChange={(e) => e.target.value !== 'custom' && preset(Number(e.target.value))}>
+          <select
+            value={PRESETS.includes(days) ? String(days) : 'custom'}
+            onChange={(e) => e.target.value !== 'custom' && preset(Number(e.target.value))}
+          >
             {PRESETS.map((d) => (
-              <option key={d} value={d}>Last {d} days</option>
+              <option key={d} value={d}>
+                Last {d} days
+              </option>
             ))}
             <option value="custom">Custom</option>
           </select>
         </label>
         <label>
           From
-          <input type="date" value={f.start ?? period?.start ?? ''} onChange={(e) => e.target.value && setF({ ...f, start: e.target.value, end: f.end ?? period?.end })} />
+          <input
+            type="date"
+            value={f.start ?? period?.start ?? ''}
+            onChange={(e) => e.target.value && setF({ ...f, start: e.target.value, end: f.end ?? period?.end })}
+          />
         </label>
         <label>
           To
-          <input type="date" value={f.end ?? period?.end ?? ''} onChange={(e) => e.target.value && setF({ ...f, end: e.target.value, start: f.start ?? period?.start })} />
+          <input
+            type="date"
+            value={f.end ?? period?.end ?? ''}
+            onChange={(e) => e.target.value && setF({ ...f, end: e.target.value, start: f.start ?? period?.start })}
+          />
         </label>
-        <Select label="Compare to" value={f.compare} options={COMPARES} onChange={(compare) => setF({ ...f, compare })} />
-        <Select label="Platform" value={f.platform ?? ''} options={PLATFORMS} onChange={(p) => setF({ ...f, platform: p || undefined })} />
+        <Select
+          label="Compare to"
+          value={f.compare}
+          options={COMPARES}
+          onChange={(compare) => setF({ ...f, compare })}
+        />
+        <Select
+          label="Platform"
+          value={f.platform ?? ''}
+          options={PLATFORMS}
+          onChange={(p) => setF({ ...f, platform: p || undefined })}
+        />
       </div>
       <Tile
         title="Key metrics"
         query={kpis}
         asOf={(d) => d.meta.as_of}
-        actions={kpis.data && <span className="muted">{kpis.data.period.start} to {kpis.data.period.end} vs {kpis.data.compared_to.start} to {kpis.data.compared_to.end}</span>}
+        actions={
+          kpis.data && (
+            <span className="muted">
+              {kpis.data.period.start} to {kpis.data.period.end} vs {kpis.data.compared_to.start} to{' '}
+              {kpis.data.compared_to.end}
+            </span>
+          )
+        }
       >
         {(d) => <KpiGroups kpis={d.kpis} />}
       </Tile>
@@ -107,7 +148,9 @@ function KpiCard({ kpi }: { kpi: Kpi }) {
   return (
     <section className="card" aria-label={kpi.metric} data-testid={`kpi-${kpi.metric}`}>
       <span className="label">{v.label}</span>
-      <span className="value" data-value={kpi.current ?? ''}>{formatValue(kpi.metric, kpi.current)}</span>
+      <span className="value" data-value={kpi.current ?? ''}>
+        {formatValue(kpi.metric, kpi.current)}
+      </span>
       <span className={kpi.trend}>
         <span aria-hidden="true">{ARROW[kpi.trend]}</span> {formatChange(kpi.change_pct)}
         <span className="muted"> (was {formatValue(kpi.metric, kpi.previous)})</span>
@@ -126,7 +169,15 @@ function SeriesTile({ start, end, compare }: { start?: string; end?: string; com
   const [granularity, setGranularity] = useState<(typeof GRANULARITIES)[number]>('daily');
   const [segment, setSegment] = useState<(typeof SEGMENTS)[number]>('overall');
   const [overlay, setOverlay] = useState(false);
-  const q: SeriesQuery = { metrics: metrics.join(','), start_date: start, end_date: end, granularity, segment, compare: overlay ? compare : undefined, environment };
+  const q: SeriesQuery = {
+    metrics: metrics.join(','),
+    start_date: start,
+    end_date: end,
+    granularity,
+    segment,
+    compare: overlay ? compare : undefined,
+    environment,
+  };
   const series = useQuery({
     queryKey: useScopeKey('timeseries', q),
     enabled: metrics.length > 0,
@@ -147,7 +198,11 @@ function SeriesTile({ start, end, compare }: { start?: string; end?: string; com
     // The compare period's buckets overlay the current ones in order (bucket i on bucket i).
     for (const m of series.data.metrics) {
       if (!m.compare_data || segment !== 'overall') continue;
-      lines.push({ label: `${viewOf(m.metric).label} · ${m.compare_label}`, values: dates.map((_, i) => m.compare_data![i]?.value ?? null), dashed: true });
+      lines.push({
+        label: `${viewOf(m.metric).label} · ${m.compare_label}`,
+        values: dates.map((_, i) => m.compare_data![i]?.value ?? null),
+        dashed: true,
+      });
     }
     return { dates, lines };
   }, [series.data, segment]);
@@ -161,9 +216,16 @@ function SeriesTile({ start, end, compare }: { start?: string; end?: string; com
         <div className="row">
           <label>
             Metrics
-            <select multiple size={3} value={metrics} onChange={(e) => setMetrics([...e.target.selectedOptions].map((o) => o.value))}>
+            <select
+              multiple
+              size={3}
+              value={metrics}
+              onChange={(e) => setMetrics([...e.target.selectedOptions].map((o) => o.value))}
+            >
               {Object.entries(METRIC_VIEW).map(([id, v]) => (
-                <option key={id} value={id}>{v.label}</option>
+                <option key={id} value={id}>
+                  {v.label}
+                </option>
               ))}
             </select>
           </label>
@@ -175,7 +237,13 @@ function SeriesTile({ start, end, compare }: { start?: string; end?: string; com
         </div>
       }
     >
-      {() => (chart && chart.dates.length > 0 ? <LineChart dates={chart.dates} lines={chart.lines} label="Trends chart" /> : <p className="muted">No data in this period.</p>)}
+      {() =>
+        chart && chart.dates.length > 0 ? (
+          <LineChart dates={chart.dates} lines={chart.lines} label="Trends chart" />
+        ) : (
+          <p className="muted">No data in this period.</p>
+        )
+      }
     </Tile>
   );
 }

@@ -22,8 +22,14 @@ export default function Exports() {
     <>
       <h1>Exports</h1>
       <form className="tile row" aria-label="Export credentials" onSubmit={(e) => (e.preventDefault(), setReady(key))}>
-        <label>Export key<input value={key.key} placeholder="svc_live_…" onChange={(e) => setKey({ ...key, key: e.target.value })} /></label>
-        <label>Export secret<input type="password" value={key.secret} onChange={(e) => setKey({ ...key, secret: e.target.value })} /></label>
+        <label>
+          Export key
+          <input value={key.key} placeholder="svc_live_…" onChange={(e) => setKey({ ...key, key: e.target.value })} />
+        </label>
+        <label>
+          Export secret
+          <input type="password" value={key.secret} onChange={(e) => setKey({ ...key, secret: e.target.value })} />
+        </label>
         <button type="submit">Use key</button>
         <span className="muted">A key with "Can export data" (API keys page).</span>
       </form>
@@ -41,15 +47,22 @@ function Bulk({ k }: { k: Key }) {
   const [ids, setIds] = useState<string[]>([]);
   const start = useMutation({
     mutationFn: () =>
-      unwrap(api.POST('/api/v1/sdk/events/export/bulk', {
-        headers: headers(k),
-        body: {
-          start_date: iso(from),
-          end_date: iso(to),
-          event_names: names ? names.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
-          callback_url: callback || undefined,
-        },
-      })),
+      unwrap(
+        api.POST('/api/v1/sdk/events/export/bulk', {
+          headers: headers(k),
+          body: {
+            start_date: iso(from),
+            end_date: iso(to),
+            event_names: names
+              ? names
+                  .split(',')
+                  .map((s) => s.trim())
+                  .filter(Boolean)
+              : undefined,
+            callback_url: callback || undefined,
+          },
+        }),
+      ),
     onSuccess: (r) => setIds([r.data.id, ...ids]),
   });
   const onStart = (e: FormEvent) => (e.preventDefault(), start.mutate());
@@ -57,15 +70,35 @@ function Bulk({ k }: { k: Key }) {
     <>
       <form className="tile stack" aria-label="Bulk export" onSubmit={onStart}>
         <div className="row">
-          <label>From<input type="datetime-local" value={from} onChange={(e) => setFrom(e.target.value)} /><FieldError error={start.error} fields={['start_date']} /></label>
-          <label>To<input type="datetime-local" value={to} onChange={(e) => setTo(e.target.value)} /><FieldError error={start.error} fields={['end_date']} /></label>
-          <label>Event names<input value={names} placeholder="all; or a, b, c" onChange={(e) => setNames(e.target.value)} /><FieldError error={start.error} fields={['event_names']} /></label>
-          <label>Callback URL<input value={callback} onChange={(e) => setCallback(e.target.value)} /><FieldError error={start.error} fields={['callback_url']} /></label>
-          <button type="submit" disabled={start.isPending}>Start export</button>
+          <label>
+            From
+            <input type="datetime-local" value={from} onChange={(e) => setFrom(e.target.value)} />
+            <FieldError error={start.error} fields={['start_date']} />
+          </label>
+          <label>
+            To
+            <input type="datetime-local" value={to} onChange={(e) => setTo(e.target.value)} />
+            <FieldError error={start.error} fields={['end_date']} />
+          </label>
+          <label>
+            Event names
+            <input value={names} placeholder="all; or a, b, c" onChange={(e) => setNames(e.target.value)} />
+            <FieldError error={start.error} fields={['event_names']} />
+          </label>
+          <label>
+            Callback URL
+            <input value={callback} onChange={(e) => setCallback(e.target.value)} />
+            <FieldError error={start.error} fields={['callback_url']} />
+          </label>
+          <button type="submit" disabled={start.isPending}>
+            Start export
+          </button>
         </div>
         <Problem error={start.error} />
       </form>
-      {ids.map((id) => <Job key={id} id={id} k={k} />)}
+      {ids.map((id) => (
+        <Job key={id} id={id} k={k} />
+      ))}
     </>
   );
 }
@@ -74,7 +107,8 @@ function Bulk({ k }: { k: Key }) {
 function Job({ id, k }: { id: string; k: Key }) {
   const job = useQuery({
     queryKey: useScopeKey('export', id),
-    queryFn: () => unwrap(api.GET('/api/v1/sdk/events/export/bulk/{id}', { headers: headers(k), params: { path: { id } } })),
+    queryFn: () =>
+      unwrap(api.GET('/api/v1/sdk/events/export/bulk/{id}', { headers: headers(k), params: { path: { id } } })),
     refetchInterval: (q) => (q.state.data?.data.status === 'processing' ? 1000 : false),
   });
   const [error, setError] = useState<unknown>(null);
@@ -92,11 +126,25 @@ function Job({ id, k }: { id: string; k: Key }) {
     <Tile title={`Export ${id}`} query={job}>
       {({ data: x }) => (
         <div className="row">
-          <span aria-label="Export status" className="badge">{x.status}</span>
-          <span>{x.params.start_date} → {x.params.end_date}{x.params.event_names.length ? `, ${x.params.event_names.join(', ')}` : ''}</span>
-          {x.status === 'completed' && <span>{x.event_count} events, {x.file_size_bytes} bytes, expires {x.expires_at ? new Date(x.expires_at).toLocaleString() : '—'}</span>}
+          <span aria-label="Export status" className="badge">
+            {x.status}
+          </span>
+          <span>
+            {x.params.start_date} → {x.params.end_date}
+            {x.params.event_names.length ? `, ${x.params.event_names.join(', ')}` : ''}
+          </span>
+          {x.status === 'completed' && (
+            <span>
+              {x.event_count} events, {x.file_size_bytes} bytes, expires{' '}
+              {x.expires_at ? new Date(x.expires_at).toLocaleString() : '—'}
+            </span>
+          )}
           {x.failure_reason && <span className="problem">{x.failure_reason}</span>}
-          {x.status === 'completed' && !x.expired && <button type="button" onClick={download}>Download</button>}
+          {x.status === 'completed' && !x.expired && (
+            <button type="button" onClick={download}>
+              Download
+            </button>
+          )}
           {x.expired && <span className="muted">expired</span>}
           <Problem error={error} />
         </div>
@@ -107,16 +155,30 @@ function Job({ id, k }: { id: string; k: Key }) {
 
 /** The event schema: names, counts and the property types seen. */
 function Schema({ k }: { k: Key }) {
-  const schema = useQuery({ queryKey: useScopeKey('export-schema', k.key), queryFn: () => unwrap(api.GET('/api/v1/sdk/events/export/schema', { headers: headers(k) })) });
+  const schema = useQuery({
+    queryKey: useScopeKey('export-schema', k.key),
+    queryFn: () => unwrap(api.GET('/api/v1/sdk/events/export/schema', { headers: headers(k) })),
+  });
   return (
     <Tile title="Event schema" query={schema}>
       {(d) => (
         <table>
-          <thead><tr><th>Event</th><th>Count</th><th>Last seen</th><th>Properties</th></tr></thead>
+          <thead>
+            <tr>
+              <th>Event</th>
+              <th>Count</th>
+              <th>Last seen</th>
+              <th>Properties</th>
+            </tr>
+          </thead>
           <tbody>
             {d.data.map((e) => (
               <tr key={e.event_name}>
-                <td><code>{e.event_name}</code></td><td>{e.count}</td><td>{new Date(e.last_seen).toLocaleString()}</td>
+                <td>
+                  <code>{e.event_name}</code>
+                </td>
+                <td>{e.count}</td>
+                <td>{new Date(e.last_seen).toLocaleString()}</td>
                 <td>{e.properties.map((p) => `${p.name}: ${p.types.join(' | ')}`).join(', ')}</td>
               </tr>
             ))}

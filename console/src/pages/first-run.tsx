@@ -12,9 +12,12 @@ export default function FirstRun({ step }: { step: 'organization' | 'app' }) {
   const [name, setName] = useState('');
   const create = useMutation({
     mutationFn: async () => {
-      if (step === 'organization') return { orgId: (await unwrap(api.POST('/api/v1/organizations', { body: { name } }))).data.id };
+      if (step === 'organization')
+        return { orgId: (await unwrap(api.POST('/api/v1/organizations', { body: { name } }))).data.id };
       const orgId = w.org!.id;
-      const app = await unwrap(api.POST('/api/v1/organizations/{orgId}/apps', { params: { path: { orgId } }, body: { name } }));
+      const app = await unwrap(
+        api.POST('/api/v1/organizations/{orgId}/apps', { params: { path: { orgId } }, body: { name } }),
+      );
       return { orgId, appId: app.data.id };
     },
     onSuccess: async ({ orgId, appId }: { orgId: string; appId?: string }) => {
@@ -40,7 +43,9 @@ export default function FirstRun({ step }: { step: 'organization' | 'app' }) {
           {isOrg ? 'Organization name' : 'App name'}
           <input required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} />
         </label>
-        <button type="submit" disabled={create.isPending}>{isOrg ? 'Create organization' : 'Create app'}</button>
+        <button type="submit" disabled={create.isPending}>
+          {isOrg ? 'Create organization' : 'Create app'}
+        </button>
         <Problem error={create.error} />
       </form>
       {w.app && (

@@ -7,11 +7,16 @@ const pct = (v: number | null) => (v === null ? '—' : `${v}%`);
 
 /** The nine named funnels, each in its own tile (own query: they load in parallel and fail alone). */
 export default function Funnels() {
-  const defs = useQuery({ queryKey: useScopeKey('funnel-defs'), queryFn: () => unwrap(api.GET('/api/v1/analytics/funnels')) });
+  const defs = useQuery({
+    queryKey: useScopeKey('funnel-defs'),
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/funnels')),
+  });
   return (
     <>
       <h1>Funnels</h1>
-      <p className="muted">Users entering in the 30 days up to the date shown; each later step within 7 days of entry.</p>
+      <p className="muted">
+        Users entering in the 30 days up to the date shown; each later step within 7 days of entry.
+      </p>
       <Tile title="Funnel list" query={defs}>
         {(d) => (
           <div className="funnels">
@@ -29,10 +34,20 @@ function FunnelTile({ name, overridden }: { name: string; overridden: boolean })
   const { environment } = useWorkspace();
   const q = useQuery({
     queryKey: useScopeKey('funnel', name),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/funnel/{funnelName}', { params: { path: { funnelName: name }, query: { environment } } })),
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/analytics/funnel/{funnelName}', {
+          params: { path: { funnelName: name }, query: { environment } },
+        }),
+      ),
   });
   return (
-    <Tile title={name} query={q} asOf={(d) => `${d.meta.as_of ?? 'no fold yet'} (counted ${new Date(d.computed_at).toLocaleString()})`} actions={overridden && <span className="muted">custom steps</span>}>
+    <Tile
+      title={name}
+      query={q}
+      asOf={(d) => `${d.meta.as_of ?? 'no fold yet'} (counted ${new Date(d.computed_at).toLocaleString()})`}
+      actions={overridden && <span className="muted">custom steps</span>}
+    >
       {(d) => {
         // Bars are relative to the largest step (an ad-stats step may be 0 and a later one not).
         const top = Math.max(1, ...d.steps.map((s) => s.users));
@@ -40,12 +55,17 @@ function FunnelTile({ name, overridden }: { name: string; overridden: boolean })
           <ol className="bars" aria-label={`${name} steps`}>
             {d.steps.map((s) => (
               <li key={s.step_order} className="bar" aria-label={s.step_name}>
-                <span>{s.step_order}. {s.step_name}</span>
+                <span>
+                  {s.step_order}. {s.step_name}
+                </span>
                 <span className="track">
                   <span className="fill" style={{ width: `${(s.users / top) * 100}%` }} />
                 </span>
                 <span>
-                  <strong data-users={s.users}>{s.users.toLocaleString()}</strong> users · {s.step_order === 1 ? 'entry' : `${pct(s.conversion_rate)} converted, ${pct(s.drop_off_rate)} dropped`}
+                  <strong data-users={s.users}>{s.users.toLocaleString()}</strong> users ·{' '}
+                  {s.step_order === 1
+                    ? 'entry'
+                    : `${pct(s.conversion_rate)} converted, ${pct(s.drop_off_rate)} dropped`}
                 </span>
               </li>
             ))}

@@ -13,7 +13,12 @@ export interface PageDef {
   load(): Promise<unknown>;
 }
 
-const page = (path: string, label: string, load: () => Promise<{ default: ComponentType }>): PageDef => ({ path, label, load, component: lazy(load) });
+const page = (path: string, label: string, load: () => Promise<{ default: ComponentType }>): PageDef => ({
+  path,
+  label,
+  load,
+  component: lazy(load),
+});
 
 export const PAGES: PageDef[] = [
   page('/', 'Dashboard', () => import('./dashboard')),

@@ -13,15 +13,20 @@ export default function Members() {
   const qc = useQueryClient();
   const orgId = org!.id;
   const key = ['members', orgId];
-  const members = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET('/api/v1/organizations/{orgId}/members', { params: { path: { orgId } } })) });
+  const members = useQuery({
+    queryKey: key,
+    queryFn: () => unwrap(api.GET('/api/v1/organizations/{orgId}/members', { params: { path: { orgId } } })),
+  });
   const canManage = atLeast(role, 'admin');
   const done = () => qc.invalidateQueries({ queryKey: key });
   const upsert = useMutation({
-    mutationFn: (b: { email: string; role: Role }) => unwrap(api.POST('/api/v1/organizations/{orgId}/members', { params: { path: { orgId } }, body: b })),
+    mutationFn: (b: { email: string; role: Role }) =>
+      unwrap(api.POST('/api/v1/organizations/{orgId}/members', { params: { path: { orgId } }, body: b })),
     onSuccess: done,
   });
   const remove = useMutation({
-    mutationFn: (userId: string) => unwrap(api.DELETE('/api/v1/organizations/{orgId}/members/{userId}', { params: { path: { orgId, userId } } })),
+    mutationFn: (userId: string) =>
+      unwrap(api.DELETE('/api/v1/organizations/{orgId}/members/{userId}', { params: { path: { orgId, userId } } })),
     onSuccess: done,
   });
   const [email, setEmail] = useState('');
@@ -42,7 +47,9 @@ export default function Members() {
           <input type="email" required value={email} disabled={!canManage} onChange={(e) => setEmail(e.target.value)} />
         </label>
         <Select label="Role" value={newRole} options={ROLES} onChange={setNewRole} disabled={!canManage} />
-        <button type="submit" disabled={!canManage || upsert.isPending}>Invite</button>
+        <button type="submit" disabled={!canManage || upsert.isPending}>
+          Invite
+        </button>
         <span className="muted">They need an account first (Create account on the sign-in page).</span>
       </form>
       <Problem error={upsert.error ?? remove.error} />
@@ -50,24 +57,54 @@ export default function Members() {
         {(d) => (
           <table>
             <thead>
-              <tr><th>Email</th><th>Name</th><th>Role</th><th /></tr>
+              <tr>
+                <th>Email</th>
+                <th>Name</th>
+                <th>Role</th>
+                <th />
+              </tr>
             </thead>
             <tbody>
               {d.data.map((m) => (
                 <tr key={m.user_id}>
-                  <td>{m.email}{m.user_id === me?.id && ' (you)'}</td>
+                  <td>
+                    {m.email}
+                    {m.user_id === me?.id && ' (you)'}
+                  </td>
                   <td>{m.name ?? ''}</td>
                   <td>
-                    <Select name={`Role of ${m.email}`} value={m.role} options={ROLES} onChange={(role) => upsert.mutate({ email: m.email, role })} disabled={!canManage} />
+                    <Select
+                      name={`Role of ${m.email}`}
+                      value={m.role}
+                      options={ROLES}
+                      onChange={(role) => upsert.mutate({ email: m.email, role })}
+                      disabled={!canManage}
+                    />
                   </td>
                   <td>
                     {confirming === m.user_id ? (
                       <span className="row">
-                        <button type="button" className="danger" onClick={() => remove.mutate(m.user_id, { onSettled: () => setConfirming(null) })}>Confirm removal of {m.email}</button>
-                        <button type="button" className="secondary" onClick={() => setConfirming(null)}>Cancel</button>
+                        <button
+                          type="button"
+                          className="danger"
+                          onClick={() => remove.mutate(m.user_id, { onSettled: () => setConfirming(null) })}
+                        >
+                          Confirm removal of {m.email}
+                        </button>
+                        <button type="button" className="secondary" onClick={() => setConfirming(null)}>
+                          Cancel
+                        </button>
                       </span>
                     ) : (
-                      <button type="button" className="secondary" disabled={!canManage} aria-label={`Remove ${m.email}`} onClick={() => setConfirming(m.user_id)}>Remove</button>
+                      <button
+                        type="button"
+                        className="secondary"
+                        disabled={!canManage}
+                        aria-label={`Remove ${m.email}`}
+                        onClick={() => setConfirming(m.user_id)}
+                      >
+                        Remove
+                      </button>
                     )}
                   </td>
                 </tr>

@@ -13,7 +13,10 @@ import { useScopeKey } from '../session';
  */
 export default function OptionSets() {
   const keys = useQuery({ queryKey: useScopeKey('api-keys'), queryFn: () => unwrap(api.GET('/api/v1/sdk/api-keys')) });
-  const sets = useQuery({ queryKey: useScopeKey('option-sets'), queryFn: () => unwrap(api.GET('/api/v1/option-sets')) });
+  const sets = useQuery({
+    queryKey: useScopeKey('option-sets'),
+    queryFn: () => unwrap(api.GET('/api/v1/option-sets')),
+  });
   const active = keys.data?.data.filter((k) => k.status === 'active') ?? [];
   const [picked, setPicked] = useState('');
   const [setId, setSetId] = useState('');
@@ -24,21 +27,54 @@ export default function OptionSets() {
     <>
       <h1>Option sets</h1>
       <Problem error={keys.error} />
-      {keys.data && active.length === 0 && <p className="warning">Reading a set needs an active API key: create one on the API keys page.</p>}
+      {keys.data && active.length === 0 && (
+        <p className="warning">Reading a set needs an active API key: create one on the API keys page.</p>
+      )}
       <form className="tile row" aria-label="Open a set" onSubmit={onOpen}>
-        <label>Set id<input value={setId} onChange={(e) => setSetId(e.target.value)} /></label>
-        {active.length > 1 && <Select label="Read with key" value={publicKey} options={active.map((k) => k.public_key)} onChange={setPicked} />}
-        <button type="submit" disabled={!publicKey || !setId.trim()}>Open</button>
+        <label>
+          Set id
+          <input value={setId} onChange={(e) => setSetId(e.target.value)} />
+        </label>
+        {active.length > 1 && (
+          <Select
+            label="Read with key"
+            value={publicKey}
+            options={active.map((k) => k.public_key)}
+            onChange={setPicked}
+          />
+        )}
+        <button type="submit" disabled={!publicKey || !setId.trim()}>
+          Open
+        </button>
       </form>
       <Tile title="Sets" query={sets}>
         {(d) => (
           <table>
-            <thead><tr><th>Set</th><th>Version</th><th>Items</th><th>Archived</th><th>Last sync</th><th /></tr></thead>
+            <thead>
+              <tr>
+                <th>Set</th>
+                <th>Version</th>
+                <th>Items</th>
+                <th>Archived</th>
+                <th>Last sync</th>
+                <th />
+              </tr>
+            </thead>
             <tbody>
               {d.data.map((x) => (
                 <tr key={x.set_id} aria-label={`Set ${x.set_id}`}>
-                  <td><code>{x.set_id}</code></td><td>{x.version}</td><td>{x.item_count}</td><td>{x.archived_count}</td><td>{new Date(x.updated_at).toLocaleString()}</td>
-                  <td><button type="button" className="secondary" onClick={() => (setSetId(x.set_id), setOpen(x.set_id))}>Open {x.set_id}</button></td>
+                  <td>
+                    <code>{x.set_id}</code>
+                  </td>
+                  <td>{x.version}</td>
+                  <td>{x.item_count}</td>
+                  <td>{x.archived_count}</td>
+                  <td>{new Date(x.updated_at).toLocaleString()}</td>
+                  <td>
+                    <button type="button" className="secondary" onClick={() => (setSetId(x.set_id), setOpen(x.set_id))}>
+                      Open {x.set_id}
+                    </button>
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -52,7 +88,10 @@ export default function OptionSets() {
 }
 
 function useOverview(setId: string) {
-  return useQuery({ queryKey: useScopeKey('option-set-overview', setId), queryFn: () => unwrap(api.GET('/api/v1/option-sets/{setId}', { params: { path: { setId } } })) });
+  return useQuery({
+    queryKey: useScopeKey('option-set-overview', setId),
+    queryFn: () => unwrap(api.GET('/api/v1/option-sets/{setId}', { params: { path: { setId } } })),
+  });
 }
 
 function Items({ setId, publicKey }: { setId: string; publicKey: string }) {
@@ -63,10 +102,12 @@ function Items({ setId, publicKey }: { setId: string; publicKey: string }) {
     queryKey: useScopeKey('option-set', setId, search),
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
-      unwrap(api.GET('/api/v1/sdk/option-sets/{setId}', {
-        headers: { 'x-api-key': publicKey },
-        params: { path: { setId }, query: { q: search || undefined, cursor: pageParam, limit: 50 } },
-      })),
+      unwrap(
+        api.GET('/api/v1/sdk/option-sets/{setId}', {
+          headers: { 'x-api-key': publicKey },
+          params: { path: { setId }, query: { q: search || undefined, cursor: pageParam, limit: 50 } },
+        }),
+      ),
     getNextPageParam: (last) => last.data.next_cursor ?? undefined,
     placeholderData: keepPreviousData, // the last answer stays on screen while the next search runs
   });
@@ -77,23 +118,63 @@ function Items({ setId, publicKey }: { setId: string; publicKey: string }) {
       <header className="row">
         <h2>{setId}</h2>
         {first && <span className="badge">version {first.version}</span>}
-        <label>Search<input type="search" value={q} onChange={(e) => setQ(e.target.value)} placeholder="any word, accents ignored" /></label>
+        <label>
+          Search
+          <input
+            type="search"
+            value={q}
+            onChange={(e) => setQ(e.target.value)}
+            placeholder="any word, accents ignored"
+          />
+        </label>
       </header>
-      {items.isPending ? <p className="muted">Loading…</p> : items.isError ? <Problem error={items.error} /> : (
+      {items.isPending ? (
+        <p className="muted">Loading…</p>
+      ) : items.isError ? (
+        <Problem error={items.error} />
+      ) : (
         <>
           <table>
-            <thead><tr><th>Value</th><th>Label</th><th>Id</th><th>Order</th><th>Data</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Value</th>
+                <th>Label</th>
+                <th>Id</th>
+                <th>Order</th>
+                <th>Data</th>
+              </tr>
+            </thead>
             <tbody>
               {rows.map((it) => (
                 <tr key={it.value} aria-label={`Option ${it.value}`}>
-                  <td><code>{it.value}</code>{locked.has(it.value) && <span className="badge" title="Recorded by an answer: a sync cannot change it"> locked</span>}</td><td>{it.label}</td><td>{it.id ?? '—'}</td><td>{it.sort_order}</td>
+                  <td>
+                    <code>{it.value}</code>
+                    {locked.has(it.value) && (
+                      <span className="badge" title="Recorded by an answer: a sync cannot change it">
+                        {' '}
+                        locked
+                      </span>
+                    )}
+                  </td>
+                  <td>{it.label}</td>
+                  <td>{it.id ?? '—'}</td>
+                  <td>{it.sort_order}</td>
                   <td>{it.option_data ? <code>{JSON.stringify(it.option_data)}</code> : ''}</td>
                 </tr>
               ))}
             </tbody>
           </table>
           {rows.length === 0 && <p className="muted">No item matches.</p>}
-          {items.hasNextPage && <button type="button" className="secondary" disabled={items.isFetchingNextPage} onClick={() => items.fetchNextPage()}>More</button>}
+          {items.hasNextPage && (
+            <button
+              type="button"
+              className="secondary"
+              disabled={items.isFetchingNextPage}
+              onClick={() => items.fetchNextPage()}
+            >
+              More
+            </button>
+          )}
         </>
       )}
     </section>
@@ -109,13 +190,28 @@ function Overview({ setId }: { setId: string }) {
         <div className="row">
           <section aria-label="Archived items">
             <h3>Archived items</h3>
-            {data.archived.length === 0 ? <p className="muted">None.</p> : (
-              <ul>{data.archived.map((a) => <li key={a.value}><code>{a.value}</code> {a.label}</li>)}</ul>
+            {data.archived.length === 0 ? (
+              <p className="muted">None.</p>
+            ) : (
+              <ul>
+                {data.archived.map((a) => (
+                  <li key={a.value}>
+                    <code>{a.value}</code> {a.label}
+                  </li>
+                ))}
+              </ul>
             )}
           </section>
           <section aria-label="Sync history">
             <h3>Sync history</h3>
-            <ul className="feed">{data.syncs.map((x, i) => <li key={i}>{x.description}<time>{new Date(x.at).toLocaleString()}</time></li>)}</ul>
+            <ul className="feed">
+              {data.syncs.map((x, i) => (
+                <li key={i}>
+                  {x.description}
+                  <time>{new Date(x.at).toLocaleString()}</time>
+                </li>
+              ))}
+            </ul>
           </section>
         </div>
       )}

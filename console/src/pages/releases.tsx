@@ -16,9 +16,16 @@ export default function Releases() {
   const qc = useQueryClient();
   const key = useScopeKey('releases');
   // Always fresh on opening: what devices fetch now must not be a cached answer.
-  const history = useQuery({ queryKey: key, refetchOnMount: 'always', queryFn: () => unwrap(api.GET('/api/v1/sdk/config-bundle/history', { params: { query: { limit: 100 } } })) });
+  const history = useQuery({
+    queryKey: key,
+    refetchOnMount: 'always',
+    queryFn: () => unwrap(api.GET('/api/v1/sdk/config-bundle/history', { params: { query: { limit: 100 } } })),
+  });
   const refresh = () => qc.invalidateQueries({ queryKey: key });
-  const generate = useMutation({ mutationFn: () => unwrap(api.POST('/api/v1/sdk/config-bundle/generate')), onSuccess: refresh });
+  const generate = useMutation({
+    mutationFn: () => unwrap(api.POST('/api/v1/sdk/config-bundle/generate')),
+    onSuccess: refresh,
+  });
   const rollback = useMutation({
     mutationFn: (v: number) => unwrap(api.POST('/api/v1/sdk/config-bundle/rollback', { body: { bundle_version: v } })),
     onSuccess: () => (setTarget(null), refresh()),
@@ -31,27 +38,67 @@ export default function Releases() {
     <>
       <h1>Releases</h1>
       <section className="tile row" aria-label="Served now">
-        <span>Devices fetch now: <strong aria-label="Current version">{current ? `version ${current.bundle_version}` : '—'}</strong></span>
-        {current && <span className="muted">generated {new Date(current.generated_at).toLocaleString()}, minimum SDK {current.sdk_min_version}</span>}
+        <span>
+          Devices fetch now:{' '}
+          <strong aria-label="Current version">{current ? `version ${current.bundle_version}` : '—'}</strong>
+        </span>
+        {current && (
+          <span className="muted">
+            generated {new Date(current.generated_at).toLocaleString()}, minimum SDK {current.sdk_min_version}
+          </span>
+        )}
         <span className="spacer" />
-        {canPublish && <button type="button" onClick={() => generate.mutate()} disabled={generate.isPending}>Generate new version</button>}
+        {canPublish && (
+          <button type="button" onClick={() => generate.mutate()} disabled={generate.isPending}>
+            Generate new version
+          </button>
+        )}
       </section>
       <Problem error={generate.error ?? rollback.error} />
-      {target !== null && current && <ConfirmRollback from={current.bundle_version} to={target} pending={rollback.isPending} onConfirm={() => rollback.mutate(target)} onCancel={() => setTarget(null)} />}
+      {target !== null && current && (
+        <ConfirmRollback
+          from={current.bundle_version}
+          to={target}
+          pending={rollback.isPending}
+          onConfirm={() => rollback.mutate(target)}
+          onCancel={() => setTarget(null)}
+        />
+      )}
       {rows.length > 1 && <Diff versions={rows.map((r) => r.bundle_version)} />}
       <Tile title="History" query={history}>
         {(d) => (
           <table>
-            <thead><tr><th>Version</th><th>When</th><th>By</th><th>Why</th><th>Size</th><th /></tr></thead>
+            <thead>
+              <tr>
+                <th>Version</th>
+                <th>When</th>
+                <th>By</th>
+                <th>Why</th>
+                <th>Size</th>
+                <th />
+              </tr>
+            </thead>
             <tbody>
               {d.data.map((r) => (
                 <tr key={r.bundle_version} aria-label={`Version ${r.bundle_version}`}>
-                  <td>{r.bundle_version}{r.current && <span className="badge"> current</span>}</td>
+                  <td>
+                    {r.bundle_version}
+                    {r.current && <span className="badge"> current</span>}
+                  </td>
                   <td>{new Date(r.generated_at).toLocaleString()}</td>
                   <td>{r.actor_user_id ?? 'system'}</td>
-                  <td>{r.reason}{r.rolled_back_from ? ` (content of version ${r.rolled_back_from})` : ''}</td>
+                  <td>
+                    {r.reason}
+                    {r.rolled_back_from ? ` (content of version ${r.rolled_back_from})` : ''}
+                  </td>
                   <td>{kb(r.size_bytes)}</td>
-                  <td>{!r.current && canPublish && <button type="button" className="secondary" onClick={() => setTarget(r.bundle_version)}>Roll back to version {r.bundle_version}</button>}</td>
+                  <td>
+                    {!r.current && canPublish && (
+                      <button type="button" className="secondary" onClick={() => setTarget(r.bundle_version)}>
+                        Roll back to version {r.bundle_version}
+                      </button>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -67,7 +114,8 @@ function useBundle(version: number | null) {
     queryKey: useScopeKey('bundle', version),
     enabled: version !== null,
     staleTime: Infinity, // a version's content never changes
-    queryFn: () => unwrap(api.GET('/api/v1/sdk/config-bundle/history/{version}', { params: { path: { version: version! } } })),
+    queryFn: () =>
+      unwrap(api.GET('/api/v1/sdk/config-bundle/history/{version}', { params: { path: { version: version! } } })),
   });
 }
 
@@ -83,7 +131,16 @@ function Changes({ changes }: { changes: ItemChange[] }) {
   return (
     <ul className="diff" aria-label="Changes">
       {changes.map((c) => (
-        <li key={`${c.section}/${c.key}`} className={c.change}>{c.change}: {c.section} {c.name ? <>“{c.name}” (<code>{c.key}</code>)</> : <code>{c.key}</code>}</li>
+        <li key={`${c.section}/${c.key}`} className={c.change}>
+          {c.change}: {c.section}{' '}
+          {c.name ? (
+            <>
+              “{c.name}” (<code>{c.key}</code>)
+            </>
+          ) : (
+            <code>{c.key}</code>
+          )}
+        </li>
       ))}
     </ul>
   );
@@ -108,17 +165,36 @@ function Diff({ versions }: { versions: number[] }) {
 }
 
 /** Names what devices will get instead of what they get now, before anything happens. */
-function ConfirmRollback({ from, to, pending, onConfirm, onCancel }: { from: number; to: number; pending: boolean; onConfirm(): void; onCancel(): void }) {
+function ConfirmRollback({
+  from,
+  to,
+  pending,
+  onConfirm,
+  onCancel,
+}: {
+  from: number;
+  to: number;
+  pending: boolean;
+  onConfirm(): void;
+  onCancel(): void;
+}) {
   const { changes, error } = useChanges(from, to);
   return (
     <section className="tile" aria-label="Confirm roll back">
       <h2>Roll back to the content of version {to}?</h2>
-      <p>A new version is made with that content; devices fetch it on their next check. Compared with version {from}, served now:</p>
+      <p>
+        A new version is made with that content; devices fetch it on their next check. Compared with version {from},
+        served now:
+      </p>
       <Problem error={error} />
       {changes && <Changes changes={changes} />}
       <div className="row">
-        <button type="button" className="danger" disabled={!changes || pending} onClick={onConfirm}>Roll back</button>
-        <button type="button" className="secondary" onClick={onCancel}>Cancel</button>
+        <button type="button" className="danger" disabled={!changes || pending} onClick={onConfirm}>
+          Roll back
+        </button>
+        <button type="button" className="secondary" onClick={onCancel}>
+          Cancel
+        </button>
       </div>
     </section>
   );

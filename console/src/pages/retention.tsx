@@ -23,13 +23,13 @@ export default function Retention() {
         title="Retention cohorts"
         query={q}
         asOf={(d) => d.meta.as_of}
-        actions={
-          <Select label="Segment" value={segment} options={SEGMENTS} onChange={setSegment} />
-        }
+        actions={<Select label="Segment" value={segment} options={SEGMENTS} onChange={setSegment} />}
       >
         {(d) =>
           d.cohorts.length === 0 ? (
-            <p className="muted">No cohorts in {d.period.start} to {d.period.end}.</p>
+            <p className="muted">
+              No cohorts in {d.period.start} to {d.period.end}.
+            </p>
           ) : (
             <table className="heat" aria-label="Retention heatmap">
               <thead>
@@ -51,7 +51,17 @@ export default function Retention() {
                     {DAYS.map((k) => {
                       const v = c.retention[k];
                       return (
-                        <td key={k} style={v === null ? undefined : { background: `rgba(53, 89, 199, ${0.08 + (v / 100) * 0.8})`, color: v > 55 ? '#fff' : undefined }}>
+                        <td
+                          key={k}
+                          style={
+                            v === null
+                              ? undefined
+                              : {
+                                  background: `rgba(53, 89, 199, ${0.08 + (v / 100) * 0.8})`,
+                                  color: v > 55 ? '#fff' : undefined,
+                                }
+                          }
+                        >
                           {v === null ? '' : `${v}%`}
                         </td>
                       );

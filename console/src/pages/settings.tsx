@@ -8,7 +8,8 @@ import { atLeast } from '../roles';
 import { useScopeKey, useWorkspace } from '../session';
 
 type Settings = paths['/api/v1/settings']['get']['responses'][200]['content']['application/json']['data'];
-type Steps = paths['/api/v1/analytics/funnels/{funnelName}']['put']['requestBody']['content']['application/json']['steps'];
+type Steps =
+  paths['/api/v1/analytics/funnels/{funnelName}']['put']['requestBody']['content']['application/json']['steps'];
 type Patch = NonNullable<paths['/api/v1/settings']['patch']['requestBody']>['content']['application/json'];
 
 /** App settings (admin+), the rollup rebuild a timezone change starts, and funnel step overrides. */
@@ -38,14 +39,21 @@ function SettingsForm({ s, onSaved }: { s: Settings; onSaved(): void }) {
     configTTL: String(s.sdk_settings.configTTL),
   });
   const [showSecret, setShowSecret] = useState(false);
-  const save = useMutation({ mutationFn: (p: Patch) => unwrap(api.PATCH('/api/v1/settings', { body: p })), onSuccess: onSaved });
+  const save = useMutation({
+    mutationFn: (p: Patch) => unwrap(api.PATCH('/api/v1/settings', { body: p })),
+    onSuccess: onSaved,
+  });
   const submit = (e: FormEvent) => {
     e.preventDefault();
     save.mutate({
       events_per_minute: Number(f.events_per_minute),
       sampling_rate: Number(f.sampling_rate),
       timezone: f.timezone,
-      sdk_settings: { flushInterval: Number(f.flushInterval), batchSize: Number(f.batchSize), configTTL: Number(f.configTTL) },
+      sdk_settings: {
+        flushInterval: Number(f.flushInterval),
+        batchSize: Number(f.batchSize),
+        configTTL: Number(f.configTTL),
+      },
     });
   };
   const field = (k: keyof typeof f, label: string, type = 'number', step?: string) => (
@@ -68,16 +76,28 @@ function SettingsForm({ s, onSaved }: { s: Settings; onSaved(): void }) {
         {field('configTTL', 'Config TTL (s)')}
       </div>
       <div className="row">
-        <button type="submit" disabled={save.isPending}>Save settings</button>
+        <button type="submit" disabled={save.isPending}>
+          Save settings
+        </button>
         {save.isSuccess && <span role="status">Saved.</span>}
       </div>
       <Problem error={save.error} />
       <h3>Callback signing secret</h3>
       <p className="muted">Signs export completion callbacks (Standard Webhooks); verify them with it.</p>
       <div className="row">
-        <code className="secret" aria-label="Callback signing secret">{showSecret ? s.callback_signing_secret : '•'.repeat(24)}</code>
-        <button type="button" className="secondary" onClick={() => setShowSecret(!showSecret)}>{showSecret ? 'Hide secret' : 'Show secret'}</button>
-        <button type="button" className="secondary" onClick={() => navigator.clipboard.writeText(s.callback_signing_secret)}>Copy secret</button>
+        <code className="secret" aria-label="Callback signing secret">
+          {showSecret ? s.callback_signing_secret : '•'.repeat(24)}
+        </code>
+        <button type="button" className="secondary" onClick={() => setShowSecret(!showSecret)}>
+          {showSecret ? 'Hide secret' : 'Show secret'}
+        </button>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => navigator.clipboard.writeText(s.callback_signing_secret)}
+        >
+          Copy secret
+        </button>
       </div>
     </form>
   );
@@ -88,7 +108,12 @@ function RollupTimezone() {
   const { environment } = useWorkspace();
   const q = useQuery({
     queryKey: useScopeKey('rollup-timezone'),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis/timeseries', { params: { query: { metrics: 'new_users', period: '7d', environment } } })),
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/v1/analytics/kpis/timeseries', {
+          params: { query: { metrics: 'new_users', period: '7d', environment } },
+        }),
+      ),
     refetchInterval: (query) => (query.state.data?.meta.rebuilding ? 5000 : false),
   });
   return (
@@ -96,10 +121,14 @@ function RollupTimezone() {
       {(d) =>
         d.meta.rebuilding ? (
           <p className="warning" role="status">
-            Rebuilding the analytics in {d.meta.timezone}: the next fold recomputes this app's rollups; the dashboard shows the numbers of the previous timezone until it finishes.
+            Rebuilding the analytics in {d.meta.timezone}: the next fold recomputes this app's rollups; the dashboard
+            shows the numbers of the previous timezone until it finishes.
           </p>
         ) : (
-          <p role="status">Analytics days follow {d.meta.timezone}. Changing the timezone rebuilds this app's rollups from its raw events.</p>
+          <p role="status">
+            Analytics days follow {d.meta.timezone}. Changing the timezone rebuilds this app's rollups from its raw
+            events.
+          </p>
         )
       }
     </Tile>
@@ -114,9 +143,19 @@ function FunnelOverrides() {
     <Tile title="Funnel steps" query={defs}>
       {(d) => (
         <div className="stack">
-          <p className="muted">Each funnel's steps as JSON: {'{ name, event, match?, days?, source? }'} (see docs/metrics.md). Reset returns to the default.</p>
+          <p className="muted">
+            Each funnel's steps as JSON: {'{ name, event, match?, days?, source? }'} (see docs/metrics.md). Reset
+            returns to the default.
+          </p>
           {d.data.map((f) => (
-            <FunnelEditor key={`${f.funnel_name}:${JSON.stringify(f.steps)}`} name={f.funnel_name} steps={f.steps} overridden={f.overridden} disabled={!atLeast(role, 'admin')} refreshKey={key} />
+            <FunnelEditor
+              key={`${f.funnel_name}:${JSON.stringify(f.steps)}`}
+              name={f.funnel_name}
+              steps={f.steps}
+              overridden={f.overridden}
+              disabled={!atLeast(role, 'admin')}
+              refreshKey={key}
+            />
           ))}
         </div>
       )}
@@ -124,17 +163,36 @@ function FunnelOverrides() {
   );
 }
 
-function FunnelEditor({ name, steps, overridden, disabled, refreshKey }: { name: string; steps: unknown; overridden: boolean; disabled: boolean; refreshKey: unknown[] }) {
+function FunnelEditor({
+  name,
+  steps,
+  overridden,
+  disabled,
+  refreshKey,
+}: {
+  name: string;
+  steps: unknown;
+  overridden: boolean;
+  disabled: boolean;
+  refreshKey: unknown[];
+}) {
   const qc = useQueryClient();
   const [text, setText] = useState(JSON.stringify(steps, null, 1));
   const [parseError, setParseError] = useState<string | null>(null);
   const done = () => qc.invalidateQueries({ queryKey: refreshKey });
   const save = useMutation({
-    mutationFn: (s: Steps) => unwrap(api.PUT('/api/v1/analytics/funnels/{funnelName}', { params: { path: { funnelName: name } }, body: { steps: s } })),
+    mutationFn: (s: Steps) =>
+      unwrap(
+        api.PUT('/api/v1/analytics/funnels/{funnelName}', {
+          params: { path: { funnelName: name } },
+          body: { steps: s },
+        }),
+      ),
     onSuccess: done,
   });
   const reset = useMutation({
-    mutationFn: () => unwrap(api.DELETE('/api/v1/analytics/funnels/{funnelName}', { params: { path: { funnelName: name } } })),
+    mutationFn: () =>
+      unwrap(api.DELETE('/api/v1/analytics/funnels/{funnelName}', { params: { path: { funnelName: name } } })),
     onSuccess: done,
   });
   const onSave = () => {
@@ -156,10 +214,18 @@ function FunnelEditor({ name, steps, overridden, disabled, refreshKey }: { name:
         <textarea rows={6} cols={80} value={text} disabled={disabled} onChange={(e) => setText(e.target.value)} />
       </label>
       <div className="row">
-        <button type="button" disabled={disabled || save.isPending} onClick={onSave}>Save steps</button>
-        <button type="button" className="secondary" disabled={disabled || !overridden} onClick={() => reset.mutate()}>Reset to default</button>
+        <button type="button" disabled={disabled || save.isPending} onClick={onSave}>
+          Save steps
+        </button>
+        <button type="button" className="secondary" disabled={disabled || !overridden} onClick={() => reset.mutate()}>
+          Reset to default
+        </button>
       </div>
-      {parseError && <p role="alert" className="problem">Not JSON: {parseError}</p>}
+      {parseError && (
+        <p role="alert" className="problem">
+          Not JSON: {parseError}
+        </p>
+      )}
       <Problem error={save.error ?? reset.error} />
     </details>
   );

@@ -44,7 +44,13 @@ export interface ClientOptions {
   /** Subscribe to the config stream while in the foreground (default true); false: polling only. */
   stream?: boolean;
   /** Tests only: shorter waits. Production uses the contract's values. */
-  timing?: { retryDelaysMs?: number[]; lockRecheckMs?: number; requestTimeoutMs?: number; random?: () => number; streamIdleMs?: number };
+  timing?: {
+    retryDelaysMs?: number[];
+    lockRecheckMs?: number;
+    requestTimeoutMs?: number;
+    random?: () => number;
+    streamIdleMs?: number;
+  };
 }
 
 interface Bootstrap {
@@ -116,7 +122,8 @@ export class Client {
     this.prefix = options.storagePrefix ?? 'msb.';
     this.batchSize = options.batchSize ?? K.DEFAULT_BATCH_SIZE;
     this.flushIntervalMs = options.flushIntervalMs ?? K.DEFAULT_FLUSH_INTERVAL_MS;
-    const get = (path: string, headers: Record<string, string>, timeoutMs: number) => this.call('GET', path, undefined, timeoutMs, headers);
+    const get = (path: string, headers: Record<string, string>, timeoutMs: number) =>
+      this.call('GET', path, undefined, timeoutMs, headers);
     this.config = new ConfigStore(options.storage, `${this.prefix}config`, get, options.bundledConfig);
     this.loaded = this.load();
     this.loaded.catch((e) => this.report('storage_failed', `could not read storage: ${e}`));
@@ -132,7 +139,15 @@ export class Client {
     const now = Date.now();
     this.state = state
       ? JSON.parse(state)
-      : { anonId: uuid(), traits: {}, consent: this.o.consent?.analytics ?? true, seqCeil: 0, session: { id: uuid(), last: now }, exposed: [], identifies: [] };
+      : {
+          anonId: uuid(),
+          traits: {},
+          consent: this.o.consent?.analytics ?? true,
+          seqCeil: 0,
+          session: { id: uuid(), last: now },
+          exposed: [],
+          identifies: [],
+        };
     this.seq = this.state.seqCeil;
     this.exposed = new Set(this.state.exposed);
     if (boot) this.applyBootstrap(JSON.parse(boot));
@@ -170,7 +185,12 @@ export class Client {
     const boot = this.bootstrap();
     const download = this.locked
       ? null
-      : this.config.download(K.CONFIG_TIMEOUT_MS, boot.then(() => !this.locked)).catch((e) => this.report('config_failed', `config bundle: ${e.message}`));
+      : this.config
+          .download(
+            K.CONFIG_TIMEOUT_MS,
+            boot.then(() => !this.locked),
+          )
+          .catch((e) => this.report('config_failed', `config bundle: ${e.message}`));
     let timer: ReturnType<typeof setTimeout> | undefined;
     const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, K.CONFIG_TIMEOUT_MS)));
     await Promise.race([Promise.all([boot, download]), limit]);
@@ -233,7 +253,8 @@ export class Client {
 
   /** Opens the config stream while started and in the foreground, closes it otherwise. */
   private syncStream(): void {
-    if (this.closed || !this.inForeground || this.streamOff || !this.storePath || this.o.stream === false) return this.stream?.stop();
+    if (this.closed || !this.inForeground || this.streamOff || !this.storePath || this.o.stream === false)
+      return this.stream?.stop();
     this.stream ??= new ConfigStream({
       fetch: this.fetchFn,
       url: this.o.baseUrl.replace(/\/$/, '') + this.storePath,
@@ -282,7 +303,11 @@ export class Client {
   // ---- events ----
 
   /** Persists the event; resolves once it is in storage. */
-  async track(eventName: string, properties: Record<string, unknown> = {}, options: { screen?: string; exposures?: { exp: string; variant: string }[] } = {}): Promise<void> {
+  async track(
+    eventName: string,
+    properties: Record<string, unknown> = {},
+    options: { screen?: string; exposures?: { exp: string; variant: string }[] } = {},
+  ): Promise<void> {
     await this.loaded;
     const now = Date.now();
     const st = this.state;
@@ -328,7 +353,10 @@ export class Client {
       privacy: { consent: { analytics: st.consent } },
     };
     const dropped = await this.queue.push(event, carried);
-    if (dropped) this.report('queue_overflow', `queue over ${this.queue.maxBytes} bytes: dropped the ${dropped} oldest event(s)`, { dropped });
+    if (dropped)
+      this.report('queue_overflow', `queue over ${this.queue.maxBytes} bytes: dropped the ${dropped} oldest event(s)`, {
+        dropped,
+      });
     if (this.queue.count >= this.batchSize && !this.running && !this.locked && !this.failing) void this.flush();
   }
 
@@ -354,7 +382,12 @@ export class Client {
   /** Log-out: a new anonymous id and session; the queue is kept. */
   async reset(): Promise<void> {
     await this.loaded;
-    Object.assign(this.state, { anonId: uuid(), userId: undefined, traits: {}, session: { id: uuid(), last: Date.now() } });
+    Object.assign(this.state, {
+      anonId: uuid(),
+      userId: undefined,
+      traits: {},
+      session: { id: uuid(), last: Date.now() },
+    });
     await this.saveState();
   }
 
@@ -419,7 +452,12 @@ export class Client {
     try {
       r = ident
         ? await this.call('POST', '/api/v1/ingest/identify', ident, this.requestTimeoutMs)
-        : await this.call('POST', '/api/v1/ingest/events', `{"batch":[${batch.map((q) => q.json).join(',')}]}`, this.requestTimeoutMs);
+        : await this.call(
+            'POST',
+            '/api/v1/ingest/events',
+            `{"batch":[${batch.map((q) => q.json).join(',')}]}`,
+            this.requestTimeoutMs,
+          );
     } catch (e) {
       if (!(e instanceof NetworkError)) throw e;
       this.report('delivery_failed', e.message);
@@ -461,7 +499,13 @@ export class Client {
     const { traits } = this.state;
     const device = this.deviceAttributes();
     const lookup = (a: string): unknown =>
-      a.startsWith('traits.') ? traits[a.slice(7)] : a.startsWith('device.') ? device[a.slice(7)] : a in traits ? traits[a] : device[a];
+      a.startsWith('traits.')
+        ? traits[a.slice(7)]
+        : a.startsWith('device.')
+          ? device[a.slice(7)]
+          : a in traits
+            ? traits[a]
+            : device[a];
     if (!matchesRules(f.rules, lookup)) return false;
     return this.bucket(key) < (f.rollout_pct ?? 100) * (K.BUCKETS / 100);
   }
@@ -500,7 +544,12 @@ export class Client {
       .filter((k) => opts[k as 'q'])
       .map((k) => `${k}=${encodeURIComponent(opts[k as 'q']!)}`)
       .join('&');
-    const r = await this.call('GET', `/api/v1/sdk/option-sets/${encodeURIComponent(setId)}${qs ? `?${qs}` : ''}`, undefined, this.requestTimeoutMs);
+    const r = await this.call(
+      'GET',
+      `/api/v1/sdk/option-sets/${encodeURIComponent(setId)}${qs ? `?${qs}` : ''}`,
+      undefined,
+      this.requestTimeoutMs,
+    );
     if (r.status !== 200) throw new Error(`option set ${setId}: ${r.status} ${r.body?.detail ?? ''}`);
     return r.body.data;
   }
@@ -540,11 +589,32 @@ export class Client {
 
   private deviceAttributes(): Record<string, unknown> {
     const d = this.o.device;
-    return { platform: d.platform, os: d.os, app_version: d.appVersion, locale: d.locale, country: d.country, framework: d.framework ?? 'native', sdk_version: K.SDK_VERSION, user_id: this.state.userId, anon_id: this.state.anonId };
+    return {
+      platform: d.platform,
+      os: d.os,
+      app_version: d.appVersion,
+      locale: d.locale,
+      country: d.country,
+      framework: d.framework ?? 'native',
+      sdk_version: K.SDK_VERSION,
+      user_id: this.state.userId,
+      anon_id: this.state.anonId,
+    };
   }
 
-  private call(method: string, path: string, body: unknown, timeoutMs: number, headers: Record<string, string> = {}): Promise<HttpAnswer> {
-    return request(this.fetchFn, this.o.baseUrl.replace(/\/$/, '') + path, { method, body, timeoutMs, headers: { 'x-api-key': this.o.apiKey, ...headers } });
+  private call(
+    method: string,
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+    headers: Record<string, string> = {},
+  ): Promise<HttpAnswer> {
+    return request(this.fetchFn, this.o.baseUrl.replace(/\/$/, '') + path, {
+      method,
+      body,
+      timeoutMs,
+      headers: { 'x-api-key': this.o.apiKey, ...headers },
+    });
   }
 
   private saveState(): Promise<void> {

@@ -64,7 +64,11 @@ export class ConfigStore {
 
   /** Polls the version endpoint; downloads when the service has a newer bundle. True when it did. */
   async checkForUpdate(timeoutMs: number): Promise<boolean> {
-    const r = await this.get(`${BUNDLE_PATH}/version`, this.versionEtag ? { 'if-none-match': this.versionEtag } : {}, timeoutMs);
+    const r = await this.get(
+      `${BUNDLE_PATH}/version`,
+      this.versionEtag ? { 'if-none-match': this.versionEtag } : {},
+      timeoutMs,
+    );
     if (r.status !== 200 || typeof r.body?.data?.bundle_version !== 'number') return false;
     this.versionEtag = r.header('etag');
     if (this.bundle && r.body.data.bundle_version <= this.bundle.bundle_version) return false;

@@ -1,4 +1,7 @@
-export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal }) => Promise<{
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
+) => Promise<{
   status: number;
   headers: { get(name: string): string | null };
   text(): Promise<string>;
@@ -31,7 +34,8 @@ export async function request(
   });
   const call = async (): Promise<HttpAnswer> => {
     const headers = { ...opts.headers, ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}) };
-    const body = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    const body =
+      opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     let res;
     let text: string;
     try {

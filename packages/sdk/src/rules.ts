@@ -32,9 +32,11 @@ export function validateRules(rules: unknown): RuleProblem[] {
   const out: RuleProblem[] = [];
   rules.forEach((r, i) => {
     const at = (f: string, message: string) => out.push({ path: `/${i}${f}`, message });
-    if (!r || typeof r !== 'object' || Array.isArray(r)) return at('', 'must be an object { attribute, op, value | values }');
+    if (!r || typeof r !== 'object' || Array.isArray(r))
+      return at('', 'must be an object { attribute, op, value | values }');
     const { attribute, op, value, values } = r as Record<string, unknown>;
-    if (typeof attribute !== 'string' || !attribute || attribute.length > 128) at('/attribute', 'must be a string of 1 to 128 characters');
+    if (typeof attribute !== 'string' || !attribute || attribute.length > 128)
+      at('/attribute', 'must be a string of 1 to 128 characters');
     if (!OPERATORS.includes(op as Operator)) return at('/op', `unknown operator; one of ${OPERATORS.join(', ')}`);
     if (op === 'in' || op === 'not_in') {
       if (!Array.isArray(values) || !values.length || values.length > MAX_RULE_VALUES || !values.every(isScalar)) {

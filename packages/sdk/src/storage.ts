@@ -27,7 +27,9 @@ interface SyncStorage {
 }
 
 /** Browsers: `window.localStorage` (or any Web Storage object). */
-export function localStorageAdapter(ls: SyncStorage = (globalThis as unknown as { localStorage: SyncStorage }).localStorage): Storage {
+export function localStorageAdapter(
+  ls: SyncStorage = (globalThis as unknown as { localStorage: SyncStorage }).localStorage,
+): Storage {
   return {
     getItem: async (k) => ls.getItem(k),
     setItem: async (k, v) => ls.setItem(k, v),

@@ -3,7 +3,12 @@ import { retryAfterMs, type FetchLike } from './http.js';
 import type { Storage } from './storage.js';
 
 /** Full jitter: random in [0, min(cap, base x 2^attempt)). */
-export function backoffMs(attempt: number, baseMs: number, random: () => number, capMs = K.STREAM_BACKOFF_CAP_MS): number {
+export function backoffMs(
+  attempt: number,
+  baseMs: number,
+  random: () => number,
+  capMs = K.STREAM_BACKOFF_CAP_MS,
+): number {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }
 
@@ -111,7 +116,11 @@ export class ConfigStream {
   /** The request and the read loop; `arm` restarts the dead-link timer. */
   private async read(gen: number, ctl: AbortController, arm: () => void): Promise<Outcome> {
     const resumed = !!this.lastId;
-    const headers = { ...this.d.headers, accept: 'text/event-stream', ...(resumed ? { 'last-event-id': this.lastId! } : {}) };
+    const headers = {
+      ...this.d.headers,
+      accept: 'text/event-stream',
+      ...(resumed ? { 'last-event-id': this.lastId! } : {}),
+    };
     const res = await this.d.fetch(this.d.url, { method: 'GET', headers, signal: ctl.signal });
     if (res.status === 401) return { stop: 'the stream refused the key (401)' };
     if (res.status !== 200) {

@@ -1,6 +1,7 @@
 /** A random (v4) UUID: the platform's generator when there is one (React Native may have none). */
 export function uuid(): string {
-  const c = (globalThis as { crypto?: { randomUUID?: () => string; getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
+  const c = (globalThis as { crypto?: { randomUUID?: () => string; getRandomValues?: (a: Uint8Array) => Uint8Array } })
+    .crypto;
   if (c?.randomUUID) return c.randomUUID();
   const b = new Uint8Array(16);
   if (c?.getRandomValues) c.getRandomValues(b);

@@ -16,7 +16,15 @@ export function createActivityStore(db: Queryable) {
       await (tx ?? db).query(
         `INSERT INTO activity (tenant_id, app_id, entity_type, entity_id, action, description, actor_user_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [scope.tenantId, scope.appId, e.entityType, e.entityId ?? null, e.action, e.description.slice(0, 500), e.actorUserId ?? null],
+        [
+          scope.tenantId,
+          scope.appId,
+          e.entityType,
+          e.entityId ?? null,
+          e.action,
+          e.description.slice(0, 500),
+          e.actorUserId ?? null,
+        ],
       );
     },
   };

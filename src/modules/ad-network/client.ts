@@ -42,7 +42,9 @@ export function failureReason(body: any): string {
   if (!body || typeof body !== 'object') return 'empty response';
   for (const v of Object.values(body)) {
     if (Array.isArray(v)) {
-      const bad = v.find((x) => x && typeof x === 'object' && 'sub_request_status' in x && !okStatus(x.sub_request_status));
+      const bad = v.find(
+        (x) => x && typeof x === 'object' && 'sub_request_status' in x && !okStatus(x.sub_request_status),
+      );
       if (bad) return String(bad.sub_request_error_reason ?? 'item failed');
     }
   }
@@ -51,7 +53,12 @@ export function failureReason(body: any): string {
 
 /** HTTP client for the Marketing API: limiter before every attempt, backoff on 429, envelope checks. */
 export function createNetworkClient(o: ClientOptions) {
-  const agent = new Agent({ connectTimeout: 5000, headersTimeout: o.timeoutMs ?? 10_000, bodyTimeout: o.timeoutMs ?? 10_000, keepAliveTimeout: 4000 });
+  const agent = new Agent({
+    connectTimeout: 5000,
+    headersTimeout: o.timeoutMs ?? 10_000,
+    bodyTimeout: o.timeoutMs ?? 10_000,
+    keepAliveTimeout: 4000,
+  });
   const base = o.apiUrl.replace(/\/$/, '');
   const maxRetries = o.maxRetries ?? 5;
   const baseDelay = o.baseDelayMs ?? 200;
@@ -67,19 +74,33 @@ export function createNetworkClient(o: ClientOptions) {
         d = await o.limiter.take(keys);
       } catch {
         // Fail closed: without a working limiter we cannot prove we stay within quota.
-        throw new AppError('rate_limited', 'Ad-network quota check unavailable; the call was not sent. Try again shortly.', undefined, { 'retry-after': '5' });
+        throw new AppError(
+          'rate_limited',
+          'Ad-network quota check unavailable; the call was not sent. Try again shortly.',
+          undefined,
+          { 'retry-after': '5' },
+        );
       }
       if (d.allowed) return;
       if (Date.now() + d.retryAfterMs > deadline) {
-        throw new AppError('rate_limited', 'Ad-network quota for this account is exhausted; try again shortly.', undefined, { 'retry-after': String(Math.ceil(d.retryAfterMs / 1000) || 1) });
+        throw new AppError(
+          'rate_limited',
+          'Ad-network quota for this account is exhausted; try again shortly.',
+          undefined,
+          { 'retry-after': String(Math.ceil(d.retryAfterMs / 1000) || 1) },
+        );
       }
       await sleep(d.retryAfterMs);
     }
   }
 
-  async function once(token: string, c: Call): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
+  async function once(
+    token: string,
+    c: Call,
+  ): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
     const url = new URL(c.path.startsWith('http') ? c.path : base + c.path);
-    if (c.path.startsWith('http') && !url.href.startsWith(new URL(base).origin)) throw new NetworkError('rejected', 'next_link points outside the API');
+    if (c.path.startsWith('http') && !url.href.startsWith(new URL(base).origin))
+      throw new NetworkError('rejected', 'next_link points outside the API');
     for (const [k, v] of Object.entries(c.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
     if (c.idempotencyKey) headers['idempotency-key'] = c.idempotencyKey;
@@ -123,7 +144,12 @@ export function createNetworkClient(o: ClientOptions) {
         }
         if (res.status === 429) {
           if (attempt >= maxRetries) {
-            throw new AppError('rate_limited', 'The ad network rejected the call for quota (429) after retries; try again later.', undefined, { 'retry-after': '10' });
+            throw new AppError(
+              'rate_limited',
+              'The ad network rejected the call for quota (429) after retries; try again later.',
+              undefined,
+              { 'retry-after': '10' },
+            );
           }
           stats.retried429++;
           const ra = Number(res.headers['retry-after']);
@@ -140,7 +166,11 @@ export function createNetworkClient(o: ClientOptions) {
           }
           throw new NetworkError('server', `ad network error ${res.status}`, res.status, res.body);
         }
-        if (res.status >= 400 || !res.body || !okStatus(res.body.request_status) && res.body.request_status !== 'PARTIAL') {
+        if (
+          res.status >= 400 ||
+          !res.body ||
+          (!okStatus(res.body.request_status) && res.body.request_status !== 'PARTIAL')
+        ) {
           throw new NetworkError('rejected', failureReason(res.body), res.status, res.body);
         }
         return res.body;
@@ -156,9 +186,13 @@ export type NetworkClient = ReturnType<typeof createNetworkClient>;
 export function toAppError(err: unknown): unknown {
   if (!(err instanceof NetworkError)) return err;
   if (err.kind === 'rejected') {
-    if (err.status === 404 || /E3004|E3003/.test(err.message)) return new AppError('not_found', `Ad network: ${err.message}`);
-    if (err.status === 403 || /E3002/.test(err.message)) return new AppError('forbidden', `Ad network refused: ${err.message}`);
-    return new AppError('validation_failed', `Ad network rejected the request: ${err.message}`, [{ path: '', message: err.message }]);
+    if (err.status === 404 || /E3004|E3003/.test(err.message))
+      return new AppError('not_found', `Ad network: ${err.message}`);
+    if (err.status === 403 || /E3002/.test(err.message))
+      return new AppError('forbidden', `Ad network refused: ${err.message}`);
+    return new AppError('validation_failed', `Ad network rejected the request: ${err.message}`, [
+      { path: '', message: err.message },
+    ]);
   }
   return new AppError('upstream_error', `Ad network unavailable: ${err.message}`);
 }

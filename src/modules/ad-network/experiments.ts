@@ -25,11 +25,26 @@ const view = (e: ExperimentRow) => ({
   status: e.status,
   dry_run: e.dry_run,
   created_at: e.created_at.toISOString(),
-  variants: e.variants.map((v) => ({ id: v.id, name: v.name, role: v.role, creative_id: v.creative_id, adsquad_id: v.adsquad_id, ad_id: v.ad_id, status: v.status })),
+  variants: e.variants.map((v) => ({
+    id: v.id,
+    name: v.name,
+    role: v.role,
+    creative_id: v.creative_id,
+    adsquad_id: v.adsquad_id,
+    ad_id: v.ad_id,
+    status: v.status,
+  })),
 });
 
 function totals(rows: StatRow[]) {
-  const t = { impressions: 0, swipes: 0, view_completion: 0, conversion_purchases: 0, spend_local_micro: 0, spend_usd: 0 as number | null };
+  const t = {
+    impressions: 0,
+    swipes: 0,
+    view_completion: 0,
+    conversion_purchases: 0,
+    spend_local_micro: 0,
+    spend_usd: 0 as number | null,
+  };
   for (const r of rows) {
     t.impressions += r.impressions;
     t.swipes += r.swipes;
@@ -52,8 +67,16 @@ interface Made {
  * with the variant's creative. Start leaves the control ACTIVE and treatments PAUSED; the runner
  * toggles squads; per-variant stats come from the campaign stats broken down by ad squad.
  */
-export function createExperiments({ store, writes, mgmt, stats }: {
-  store: ExperimentStore; writes: Pick<AdNetworkStore, 'markUndone'>; mgmt: Management; stats: StatsService;
+export function createExperiments({
+  store,
+  writes,
+  mgmt,
+  stats,
+}: {
+  store: ExperimentStore;
+  writes: Pick<AdNetworkStore, 'markUndone'>;
+  mgmt: Management;
+  stats: StatsService;
 }) {
   /**
    * Deletes the ad squads a failed start created, newest first (`DELETE /adsquads/{id}`; the reference
@@ -69,7 +92,9 @@ export function createExperiments({ store, writes, mgmt, stats }: {
         undone.push(...m.keys);
       } catch {
         left.push(`ad squad ${m.squadId}`);
-        await mgmt.updateSquad({ ...ctx, key: `${key}:undo-pause:${m.squadId}` }, m.squadId, {}, 'pause', 'PAUSED').catch(() => undefined);
+        await mgmt
+          .updateSquad({ ...ctx, key: `${key}:undo-pause:${m.squadId}` }, m.squadId, {}, 'pause', 'PAUSED')
+          .catch(() => undefined);
       }
     }
     // A retry with the same key must create these again, not replay the deleted objects.
@@ -95,18 +120,45 @@ export function createExperiments({ store, writes, mgmt, stats }: {
         for (const [i, v] of b.variants.entries()) {
           const name = `${b.name} / ${v.name}`;
           const squadKey = `${key}:squad:${i}`;
-          const squad = await mgmt.createSquad({ ...ctx, key: squadKey }, {
-            campaign_id: b.campaign_id, name, status: 'PAUSED', daily_budget_usd: b.daily_budget_usd, optimization_goal: b.optimization_goal, countries: b.countries,
-          });
+          const squad = await mgmt.createSquad(
+            { ...ctx, key: squadKey },
+            {
+              campaign_id: b.campaign_id,
+              name,
+              status: 'PAUSED',
+              daily_budget_usd: b.daily_budget_usd,
+              optimization_goal: b.optimization_goal,
+              countries: b.countries,
+            },
+          );
           const adKey = `${key}:ad:${i}`;
           made.push({ squadId: String(squad.object.id), keys: [squadKey, adKey] });
-          const ad = await mgmt.createAd({ ...ctx, key: adKey }, { ad_squad_id: String(squad.object.id), creative_id: v.creative_id, name, status: 'ACTIVE' });
-          variants.push({ position: i, name: v.name, role: i === 0 ? 'control' : 'treatment', creative_id: v.creative_id, adsquad_id: String(squad.object.id), ad_id: String(ad.object.id), status: i === 0 ? 'ACTIVE' : 'PAUSED' });
+          const ad = await mgmt.createAd(
+            { ...ctx, key: adKey },
+            { ad_squad_id: String(squad.object.id), creative_id: v.creative_id, name, status: 'ACTIVE' },
+          );
+          variants.push({
+            position: i,
+            name: v.name,
+            role: i === 0 ? 'control' : 'treatment',
+            creative_id: v.creative_id,
+            adsquad_id: String(squad.object.id),
+            ad_id: String(ad.object.id),
+            status: i === 0 ? 'ACTIVE' : 'PAUSED',
+          });
         }
         const controlKey = `${key}:control`;
         made[0].keys.push(controlKey);
         await mgmt.updateSquad({ ...ctx, key: controlKey }, variants[0].adsquad_id, {}, 'resume', 'ACTIVE');
-        id = await store.insert(ctx.scope, { ad_account_id: ctx.acct.id, campaign_id: b.campaign_id, name: b.name, dry_run: !ctx.acct.live_writes, key, actor: ctx.actor, variants });
+        id = await store.insert(ctx.scope, {
+          ad_account_id: ctx.acct.id,
+          campaign_id: b.campaign_id,
+          name: b.name,
+          dry_run: !ctx.acct.live_writes,
+          key,
+          actor: ctx.actor,
+          variants,
+        });
       } catch (err) {
         // Another request with this key is on it (journal conflict) or has recorded the experiment: its objects, not ours to undo.
         if (err instanceof AppError && err.code === 'conflict') throw err;
@@ -114,7 +166,11 @@ export function createExperiments({ store, writes, mgmt, stats }: {
         if (done) return { ...view(done), replayed: true };
         const left = await undo(ctx, key, made);
         if (left.length && err instanceof AppError) {
-          throw new AppError(err.code, `${err.message} (could not delete, left PAUSED and in the write journal: ${left.join(', ')})`, err.errors);
+          throw new AppError(
+            err.code,
+            `${err.message} (could not delete, left PAUSED and in the write journal: ${left.join(', ')})`,
+            err.errors,
+          );
         }
         throw err;
       }
@@ -147,7 +203,13 @@ export function createExperiments({ store, writes, mgmt, stats }: {
     async stop(ctx: Ctx, e: ExperimentRow) {
       for (const v of e.variants) {
         if (v.status === 'ACTIVE') {
-          await mgmt.updateSquad({ ...ctx, key: ctx.key ? `${ctx.key}:${v.id}` : undefined }, v.adsquad_id, {}, 'pause', 'PAUSED');
+          await mgmt.updateSquad(
+            { ...ctx, key: ctx.key ? `${ctx.key}:${v.id}` : undefined },
+            v.adsquad_id,
+            {},
+            'pause',
+            'PAUSED',
+          );
           await store.setVariantStatus(ctx.scope, e.id, v.id, 'PAUSED');
         }
       }
@@ -156,7 +218,8 @@ export function createExperiments({ store, writes, mgmt, stats }: {
     },
 
     async stats(ctx: Ctx, e: ExperimentRow, from?: string, to?: string) {
-      if (e.dry_run) throw new AppError('conflict', 'This experiment was a dry run (live writes were off); it has no stats');
+      if (e.dry_run)
+        throw new AppError('conflict', 'This experiment was a dry run (live writes were off); it has no stats');
       if (from && to && from > to) throw invalid('from must not be after to', '/querystring/from');
       const pulled = await stats.pullCampaign(ctx.scope, ctx.acct, e.campaign_id, from, to);
       const bySquad = new Map(pulled.squads.map((s) => [s.id, s.rows]));
@@ -168,9 +231,21 @@ export function createExperiments({ store, writes, mgmt, stats }: {
         variants: e.variants.map((v) => {
           const rows = bySquad.get(v.adsquad_id) ?? [];
           return {
-            variant_id: v.id, name: v.name, role: v.role, adsquad_id: v.adsquad_id, status: v.status,
+            variant_id: v.id,
+            name: v.name,
+            role: v.role,
+            adsquad_id: v.adsquad_id,
+            status: v.status,
             totals: totals(rows),
-            days: rows.map((r) => ({ day: r.day, impressions: r.impressions, swipes: r.swipes, view_completion: r.view_completion, conversion_purchases: r.conversion_purchases, spend_local_micro: r.spend_local_micro, spend_usd: r.spend_usd })),
+            days: rows.map((r) => ({
+              day: r.day,
+              impressions: r.impressions,
+              swipes: r.swipes,
+              view_completion: r.view_completion,
+              conversion_purchases: r.conversion_purchases,
+              spend_local_micro: r.spend_local_micro,
+              spend_usd: r.spend_usd,
+            })),
           };
         }),
       };

@@ -21,10 +21,19 @@ import { createAdNetworkStore } from './store.js';
 import { createWriteJournal } from './writes.js';
 
 /** Builds the ad-network capability. The limiter is injectable (shared storage in production, failure injection in tests). */
-export function createAdNetworkModule(deps: { db: Db; config: Config; activity: ActivityStore; rates: ExchangeRateService; limiter?: AdNetworkLimiter }) {
+export function createAdNetworkModule(deps: {
+  db: Db;
+  config: Config;
+  activity: ActivityStore;
+  rates: ExchangeRateService;
+  limiter?: AdNetworkLimiter;
+}) {
   const { db, config, activity, rates } = deps;
   const store = createAdNetworkStore(db);
-  const client = createNetworkClient({ apiUrl: config.adNetwork.apiUrl, limiter: deps.limiter ?? createMemoryAdNetworkLimiter() });
+  const client = createNetworkClient({
+    apiUrl: config.adNetwork.apiUrl,
+    limiter: deps.limiter ?? createMemoryAdNetworkLimiter(),
+  });
   const conn = createConnectionService({ db, store, config, client, activity });
   const journal = createWriteJournal({ store });
   const ops = createNetworkOps({ store, conn, journal, rates });
@@ -33,12 +42,20 @@ export function createAdNetworkModule(deps: { db: Db; config: Config; activity: 
   const experiments = createExperiments({ store: createExperimentStore(db), writes: store, mgmt, stats });
   const sync = createSync({ store, conn, stats, activity });
   return {
-    store, client, conn, ops, mgmt, stats, experiments, sync,
-    plugins: (auth: Auth): FastifyPluginAsync[] => [
-      adNetworkRoutes({ auth, conn, store, sync, activity }),
-      adNetworkManageRoutes({ auth, ops, mgmt }),
-      adNetworkInsightRoutes({ auth, ops, stats, experiments }),
-    ] as FastifyPluginAsync[],
+    store,
+    client,
+    conn,
+    ops,
+    mgmt,
+    stats,
+    experiments,
+    sync,
+    plugins: (auth: Auth): FastifyPluginAsync[] =>
+      [
+        adNetworkRoutes({ auth, conn, store, sync, activity }),
+        adNetworkManageRoutes({ auth, ops, mgmt }),
+        adNetworkInsightRoutes({ auth, ops, stats, experiments }),
+      ] as FastifyPluginAsync[],
     close: () => client.close(),
   };
 }

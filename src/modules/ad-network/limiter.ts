@@ -25,7 +25,8 @@ export function limitKeys(o: { clientId: string; connection: string; adAccountId
     { key: `app:${o.clientId}`, limit: NETWORK_LIMITS.perAppPerS, windowMs: WINDOW_MS },
     { key: `token:${o.connection}`, limit: NETWORK_LIMITS.perTokenPerS, windowMs: WINDOW_MS },
   ];
-  if (o.adAccountId) keys.push({ key: `acct:${o.adAccountId}`, limit: NETWORK_LIMITS.perAccountPerS, windowMs: WINDOW_MS });
+  if (o.adAccountId)
+    keys.push({ key: `acct:${o.adAccountId}`, limit: NETWORK_LIMITS.perAccountPerS, windowMs: WINDOW_MS });
   return keys;
 }
 
@@ -52,7 +53,8 @@ export function createMemoryAdNetworkLimiter(now: () => number = Date.now): AdNe
       }
       if (wait > 0) return { allowed: false, retryAfterMs: Math.max(1, wait) };
       for (const k of keys) logs.get(k.key)!.push(t);
-      if (logs.size > 10_000) for (const [key, log] of logs) if (!log.length || t - log[log.length - 1] > 60_000) logs.delete(key);
+      if (logs.size > 10_000)
+        for (const [key, log] of logs) if (!log.length || t - log[log.length - 1] > 60_000) logs.delete(key);
       return { allowed: true };
     },
   };

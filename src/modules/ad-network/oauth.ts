@@ -13,7 +13,11 @@ export interface TokenSet {
 
 /** The network's token endpoint answered with an RFC 6749 error (invalid_grant, invalid_client...). */
 export class OAuthError extends Error {
-  constructor(readonly error: string, readonly status: number, description: string) {
+  constructor(
+    readonly error: string,
+    readonly status: number,
+    description: string,
+  ) {
     super(description);
   }
 }
@@ -58,13 +62,23 @@ async function tokenCall(cfg: Config['adNetwork'], form: Record<string, string>)
     body = {};
   }
   if (res.statusCode >= 400 || typeof body.access_token !== 'string') {
-    throw new OAuthError(String(body.error ?? (res.statusCode >= 500 ? 'server_error' : 'invalid_response')), res.statusCode, String(body.error_description ?? `token endpoint answered ${res.statusCode}`));
+    throw new OAuthError(
+      String(body.error ?? (res.statusCode >= 500 ? 'server_error' : 'invalid_response')),
+      res.statusCode,
+      String(body.error_description ?? `token endpoint answered ${res.statusCode}`),
+    );
   }
   const expires = Number(body.expires_in);
-  return { access_token: body.access_token, refresh_token: body.refresh_token, expires_in: Number.isFinite(expires) && expires > 0 ? expires : 1800, scope: body.scope };
+  return {
+    access_token: body.access_token,
+    refresh_token: body.refresh_token,
+    expires_in: Number.isFinite(expires) && expires > 0 ? expires : 1800,
+    scope: body.scope,
+  };
 }
 
 export const exchangeCode = (cfg: Config['adNetwork'], code: string, verifier: string) =>
   tokenCall(cfg, { grant_type: 'authorization_code', code, redirect_uri: cfg.redirectUri, code_verifier: verifier });
 
-export const refreshGrant = (cfg: Config['adNetwork'], refreshToken: string) => tokenCall(cfg, { grant_type: 'refresh_token', refresh_token: refreshToken });
+export const refreshGrant = (cfg: Config['adNetwork'], refreshToken: string) =>
+  tokenCall(cfg, { grant_type: 'refresh_token', refresh_token: refreshToken });

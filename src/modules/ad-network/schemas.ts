@@ -8,13 +8,23 @@ export const NetId = Type.String({ pattern: '^[A-Za-z0-9-]{1,80}$', maxLength: 8
 export const AccountParams = Type.Object({ accountId: NetId });
 export const EntityParams = Type.Object({ accountId: NetId, id: NetId });
 export const Name = Type.String({ minLength: 1, maxLength: 375 });
-export const Usd = Type.Number({ minimum: 0.01, maximum: 10_000_000, description: 'US dollars; converted to micro-units of the account currency' });
+export const Usd = Type.Number({
+  minimum: 0.01,
+  maximum: 10_000_000,
+  description: 'US dollars; converted to micro-units of the account currency',
+});
 export const Status = Type.Union([Type.Literal('ACTIVE'), Type.Literal('PAUSED')]);
 export const IsoTime = Type.String({ format: 'date-time', maxLength: 40 });
 export const Day = Type.String({ format: 'date', maxLength: 10 });
 
 export const IdemHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Reuse on retries: the same key never creates a second object' })),
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Reuse on retries: the same key never creates a second object',
+    }),
+  ),
 });
 
 /** An object as the ad network returns it (pass-through). */
@@ -56,5 +66,10 @@ export async function ctxOf(ops: NetworkOps, req: FastifyRequest, accountId: str
   const c = customerOf(req);
   const scope = scopeOf(c);
   const key = req.headers['idempotency-key'];
-  return { scope, acct: await ops.account(scope, accountId), actor: c.userId, key: typeof key === 'string' ? key : undefined };
+  return {
+    scope,
+    acct: await ops.account(scope, accountId),
+    actor: c.userId,
+    key: typeof key === 'string' ? key : undefined,
+  };
 }

@@ -18,7 +18,8 @@ export interface StatRow {
   spend_usd: number | null;
 }
 
-const COLS = 'ad_account_id, entity_type, entity_id, day::text AS day, impressions, swipes, view_completion, conversion_purchases, spend_local_micro, spend_local, currency, usd_rate, rate_day::text AS rate_day, spend_usd, pulled_at';
+const COLS =
+  'ad_account_id, entity_type, entity_id, day::text AS day, impressions, swipes, view_completion, conversion_purchases, spend_local_micro, spend_local, currency, usd_rate, rate_day::text AS rate_day, spend_usd, pulled_at';
 
 /** DAY stats rows (re-pulled days overwrite: the network revises recent data). */
 export function createStatsStore(db: Queryable) {
@@ -42,7 +43,10 @@ export function createStatsStore(db: Queryable) {
       );
       return rows.length;
     },
-    async read(s: Scope, f: { adAccountId?: string; entityType?: string; entityIds?: string[]; from: string; to: string; limit: number }) {
+    async read(
+      s: Scope,
+      f: { adAccountId?: string; entityType?: string; entityIds?: string[]; from: string; to: string; limit: number },
+    ) {
       const { rows } = await db.query(
         `SELECT ${COLS} FROM ad_network_stats
          WHERE tenant_id = $1 AND app_id = $2 AND day BETWEEN $3 AND $4

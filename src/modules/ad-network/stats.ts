@@ -17,8 +17,21 @@ interface Series {
 }
 
 /** Pulls DAY stats (each campaign's own series and its per-ad-squad breakdown) and stores them with USD spend. */
-export function createStatsService({ conn, store, rates }: { conn: ConnectionService; store: StatsStore; rates: ExchangeRateService }) {
-  async function toRows(acct: AccountRow, type: 'campaign' | 'adsquad', id: string, series: Series[]): Promise<StatRow[]> {
+export function createStatsService({
+  conn,
+  store,
+  rates,
+}: {
+  conn: ConnectionService;
+  store: StatsStore;
+  rates: ExchangeRateService;
+}) {
+  async function toRows(
+    acct: AccountRow,
+    type: 'campaign' | 'adsquad',
+    id: string,
+    series: Series[],
+  ): Promise<StatRow[]> {
     const out: StatRow[] = [];
     for (const s of series) {
       // Timeseries boundaries carry the account's offset, so the date part is the account-local day.
@@ -52,7 +65,8 @@ export function createStatsService({ conn, store, rates }: { conn: ConnectionSer
     const end = to ?? today;
     const start = from ?? addDays(end, -6);
     if (start > end) throw invalid('from must not be after to', '/body/from');
-    if (Date.parse(end) - Date.parse(start) > MAX_DAYS * 86_400_000) throw invalid(`at most ${MAX_DAYS} days per pull`, '/body/from');
+    if (Date.parse(end) - Date.parse(start) > MAX_DAYS * 86_400_000)
+      throw invalid(`at most ${MAX_DAYS} days per pull`, '/body/from');
     return { start, end };
   }
 
@@ -64,7 +78,12 @@ export function createStatsService({ conn, store, rates }: { conn: ConnectionSer
   async function pullCampaign(scope: Scope, acct: AccountRow, campaignId: string, from?: string, to?: string) {
     const { start, end } = range(acct, from, to);
     const path = `/campaigns/${encodeURIComponent(campaignId)}/stats`;
-    const query = { granularity: 'DAY', fields: STAT_FIELDS, start_time: midnightIso(start, acct.timezone), end_time: midnightIso(addDays(end, 1), acct.timezone) };
+    const query = {
+      granularity: 'DAY',
+      fields: STAT_FIELDS,
+      start_time: midnightIso(start, acct.timezone),
+      end_time: midnightIso(addDays(end, 1), acct.timezone),
+    };
     const get = async (next: string, q?: Record<string, string | number>) => {
       try {
         return await conn.call(scope, { method: 'GET', path: next, query: q }, acct.id);
@@ -91,10 +110,22 @@ export function createStatsService({ conn, store, rates }: { conn: ConnectionSer
     return { rows, squads, start, end };
   }
 
-  async function pullAccount(scope: Scope, acct: AccountRow, o: { campaignId?: string; from?: string; to?: string } = {}) {
+  async function pullAccount(
+    scope: Scope,
+    acct: AccountRow,
+    o: { campaignId?: string; from?: string; to?: string } = {},
+  ) {
     const ids = o.campaignId
       ? [o.campaignId]
-      : (await conn.all(scope, `/adaccounts/${encodeURIComponent(acct.id)}/campaigns`, 'campaigns', 'campaign', acct.id)).map((c) => String(c.id));
+      : (
+          await conn.all(
+            scope,
+            `/adaccounts/${encodeURIComponent(acct.id)}/campaigns`,
+            'campaigns',
+            'campaign',
+            acct.id,
+          )
+        ).map((c) => String(c.id));
     let stored = 0;
     for (const id of ids) stored += (await pullCampaign(scope, acct, id, o.from, o.to)).rows.length;
     return { campaigns: ids.length, rows: stored };

@@ -50,10 +50,25 @@ export function createAdNetworkStore(db: Queryable) {
   const q = (tx?: Tx) => tx ?? db;
   return {
     async connection(s: Scope): Promise<ConnectionRow | undefined> {
-      const { rows } = await db.query('SELECT * FROM ad_network_connections WHERE tenant_id = $1 AND app_id = $2', [s.tenantId, s.appId]);
+      const { rows } = await db.query('SELECT * FROM ad_network_connections WHERE tenant_id = $1 AND app_id = $2', [
+        s.tenantId,
+        s.appId,
+      ]);
       return rows[0];
     },
-    async saveConnection(s: Scope, c: { refresh: Buffer; access: Buffer; expiresAt: Date; lifetimeS: number; scope: string; orgIds: string[]; userId: string }, tx?: Tx) {
+    async saveConnection(
+      s: Scope,
+      c: {
+        refresh: Buffer;
+        access: Buffer;
+        expiresAt: Date;
+        lifetimeS: number;
+        scope: string;
+        orgIds: string[];
+        userId: string;
+      },
+      tx?: Tx,
+    ) {
       await q(tx).query(
         `INSERT INTO ad_network_connections (tenant_id, app_id, status, refresh_token_enc, access_token_enc, access_expires_at, access_lifetime_s, scope, organization_ids, connected_by, connected_at, last_error)
          VALUES ($1, $2, 'connected', $3, $4, $5, $6, $7, $8, $9, now(), NULL)
@@ -80,12 +95,17 @@ export function createAdNetworkStore(db: Queryable) {
       return (rowCount ?? 0) > 0;
     },
     async connectedApps(): Promise<Scope[]> {
-      const { rows } = await db.query(`SELECT tenant_id, app_id FROM ad_network_connections WHERE status = 'connected' ORDER BY updated_at LIMIT 10000`);
+      const { rows } = await db.query(
+        `SELECT tenant_id, app_id FROM ad_network_connections WHERE status = 'connected' ORDER BY updated_at LIMIT 10000`,
+      );
       return rows.map((r) => ({ tenantId: r.tenant_id, appId: r.app_id }));
     },
 
     async insertState(s: Scope, r: { hash: string; userId: string; verifier: Buffer; expiresAt: Date }) {
-      await db.query('DELETE FROM ad_network_oauth_states WHERE tenant_id = $1 AND app_id = $2 AND expires_at < now()', [s.tenantId, s.appId]);
+      await db.query(
+        'DELETE FROM ad_network_oauth_states WHERE tenant_id = $1 AND app_id = $2 AND expires_at < now()',
+        [s.tenantId, s.appId],
+      );
       await db.query(
         'INSERT INTO ad_network_oauth_states (state_hash, tenant_id, app_id, user_id, verifier_enc, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
         [r.hash, s.tenantId, s.appId, r.userId, r.verifier, r.expiresAt],
@@ -108,7 +128,16 @@ export function createAdNetworkStore(db: Queryable) {
           `INSERT INTO ad_network_accounts (tenant_id, app_id, id, organization_id, name, currency, timezone, status)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
            ON CONFLICT (tenant_id, app_id, id) DO UPDATE SET organization_id = $4, name = $5, currency = $6, timezone = $7, status = $8, updated_at = now()`,
-          [s.tenantId, s.appId, a.id, a.organization_id, a.name.slice(0, 375), a.currency.toUpperCase(), a.timezone, a.status],
+          [
+            s.tenantId,
+            s.appId,
+            a.id,
+            a.organization_id,
+            a.name.slice(0, 375),
+            a.currency.toUpperCase(),
+            a.timezone,
+            a.status,
+          ],
         );
       }
     },
@@ -124,10 +153,18 @@ export function createAdNetworkStore(db: Queryable) {
       return (await this.accounts(s)).find((a) => a.id === id);
     },
     async setAccountStatus(s: Scope, id: string, status: string) {
-      await db.query('UPDATE ad_network_accounts SET status = $4, updated_at = now() WHERE tenant_id = $1 AND app_id = $2 AND id = $3', [s.tenantId, s.appId, id, status]);
+      await db.query(
+        'UPDATE ad_network_accounts SET status = $4, updated_at = now() WHERE tenant_id = $1 AND app_id = $2 AND id = $3',
+        [s.tenantId, s.appId, id, status],
+      );
     },
     /** Operator switch; the app id locates the tenant. */
-    async setLiveWrites(appId: string, accountId: string, enabled: boolean, actor: string): Promise<(AccountRow & { tenant_id: string }) | undefined> {
+    async setLiveWrites(
+      appId: string,
+      accountId: string,
+      enabled: boolean,
+      actor: string,
+    ): Promise<(AccountRow & { tenant_id: string }) | undefined> {
       const { rows } = await db.query(
         `UPDATE ad_network_accounts SET live_writes = $3, live_writes_changed_by = $4, live_writes_changed_at = now()
          WHERE app_id = $1 AND id = $2 AND tenant_id = (SELECT tenant_id FROM apps WHERE id = $1)
@@ -137,21 +174,39 @@ export function createAdNetworkStore(db: Queryable) {
       return rows[0];
     },
 
-    async insertWrite(s: Scope, w: { accountId: string; key: string; kind: string; op: string; request: unknown; actor: string | null }): Promise<{ row: WriteRow; created: boolean }> {
+    async insertWrite(
+      s: Scope,
+      w: { accountId: string; key: string; kind: string; op: string; request: unknown; actor: string | null },
+    ): Promise<{ row: WriteRow; created: boolean }> {
       const ins = await db.query(
         `INSERT INTO ad_network_writes (tenant_id, app_id, ad_account_id, idempotency_key, kind, op, request, status, actor_user_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8) ON CONFLICT (tenant_id, app_id, idempotency_key) DO NOTHING RETURNING *`,
         [s.tenantId, s.appId, w.accountId, w.key, w.kind, w.op, JSON.stringify(w.request), w.actor],
       );
       if (ins.rows[0]) return { row: ins.rows[0], created: true };
-      const { rows } = await db.query('SELECT * FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2 AND idempotency_key = $3', [s.tenantId, s.appId, w.key]);
+      const { rows } = await db.query(
+        'SELECT * FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2 AND idempotency_key = $3',
+        [s.tenantId, s.appId, w.key],
+      );
       return { row: rows[0], created: false };
     },
-    async finishWrite(s: Scope, id: string, f: { status: WriteRow['status']; remoteId?: string | null; result?: unknown; error?: string | null }) {
+    async finishWrite(
+      s: Scope,
+      id: string,
+      f: { status: WriteRow['status']; remoteId?: string | null; result?: unknown; error?: string | null },
+    ) {
       await db.query(
         `UPDATE ad_network_writes SET status = $4, remote_id = $5, result = $6, error = $7, completed_at = now()
          WHERE tenant_id = $1 AND app_id = $2 AND id = $3`,
-        [s.tenantId, s.appId, id, f.status, f.remoteId ?? null, f.result === undefined ? null : JSON.stringify(f.result), f.error ?? null],
+        [
+          s.tenantId,
+          s.appId,
+          id,
+          f.status,
+          f.remoteId ?? null,
+          f.result === undefined ? null : JSON.stringify(f.result),
+          f.error ?? null,
+        ],
       );
     },
     /** Remote ids already bound to another write (so reconciliation never claims someone else's object). */
@@ -187,15 +242,24 @@ export function createAdNetworkStore(db: Queryable) {
     },
     async recentWrites(s: Scope, limit: number, offset: number): Promise<{ rows: WriteRow[]; total: number }> {
       const [{ rows }, total] = await Promise.all([
-        db.query('SELECT * FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2 ORDER BY created_at DESC, id LIMIT $3 OFFSET $4', [s.tenantId, s.appId, limit, offset]),
-        db.query('SELECT count(*)::int AS n FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2', [s.tenantId, s.appId]),
+        db.query(
+          'SELECT * FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2 ORDER BY created_at DESC, id LIMIT $3 OFFSET $4',
+          [s.tenantId, s.appId, limit, offset],
+        ),
+        db.query('SELECT count(*)::int AS n FROM ad_network_writes WHERE tenant_id = $1 AND app_id = $2', [
+          s.tenantId,
+          s.appId,
+        ]),
       ]);
       return { rows, total: total.rows[0].n };
     },
 
     /** Stores the polled state; returns the previous one (undefined when first seen). */
     async swapState(s: Scope, kind: string, id: string, state: string): Promise<string | undefined> {
-      const prev = await db.query('SELECT state FROM ad_network_states WHERE tenant_id = $1 AND app_id = $2 AND kind = $3 AND id = $4', [s.tenantId, s.appId, kind, id]);
+      const prev = await db.query(
+        'SELECT state FROM ad_network_states WHERE tenant_id = $1 AND app_id = $2 AND kind = $3 AND id = $4',
+        [s.tenantId, s.appId, kind, id],
+      );
       await db.query(
         `INSERT INTO ad_network_states (tenant_id, app_id, kind, id, state) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (tenant_id, app_id, kind, id) DO UPDATE SET state = $5, updated_at = now()`,

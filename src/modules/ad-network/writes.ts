@@ -39,25 +39,55 @@ const AMBIGUOUS = (err: unknown) => err instanceof NetworkError && (err.kind ===
  */
 export function createWriteJournal({ store, retryDelayMs = 300 }: { store: AdNetworkStore; retryDelayMs?: number }) {
   // Bodies may legitimately differ between retries (e.g. a budget converted at a newer rate), so the key binds the target and operation.
-  const sameRequest = (row: WriteRow, acct: AccountRow, spec: WriteSpec) => row.ad_account_id === acct.id && row.kind === spec.kind && row.op === spec.op;
+  const sameRequest = (row: WriteRow, acct: AccountRow, spec: WriteSpec) =>
+    row.ad_account_id === acct.id && row.kind === spec.kind && row.op === spec.op;
 
   return {
-    async run(scope: Scope, acct: AccountRow, spec: WriteSpec, given: string | undefined, actor: string | null): Promise<WriteResult> {
+    async run(
+      scope: Scope,
+      acct: AccountRow,
+      spec: WriteSpec,
+      given: string | undefined,
+      actor: string | null,
+    ): Promise<WriteResult> {
       const key = given ?? randomUUID();
-      const { row, created } = await store.insertWrite(scope, { accountId: acct.id, key, kind: spec.kind, op: spec.op, request: spec.request, actor });
-      const answer = (status: 'dry_run' | 'succeeded', object: any, replayed: boolean): WriteResult => ({ dry_run: status === 'dry_run', replayed, write_id: row.id, idempotency_key: key, object });
+      const { row, created } = await store.insertWrite(scope, {
+        accountId: acct.id,
+        key,
+        kind: spec.kind,
+        op: spec.op,
+        request: spec.request,
+        actor,
+      });
+      const answer = (status: 'dry_run' | 'succeeded', object: any, replayed: boolean): WriteResult => ({
+        dry_run: status === 'dry_run',
+        replayed,
+        write_id: row.id,
+        idempotency_key: key,
+        object,
+      });
       if (!created) {
-        if (!sameRequest(row, acct, spec)) throw new AppError('conflict', 'This Idempotency-Key was used for a different request');
+        if (!sameRequest(row, acct, spec))
+          throw new AppError('conflict', 'This Idempotency-Key was used for a different request');
         if (row.status === 'succeeded' || row.status === 'dry_run') return answer(row.status, row.result, true);
         // Still in flight in another request (not finished, recent): sending again could duplicate.
         if (row.status === 'pending' && !row.completed_at && Date.now() - row.created_at.getTime() < IN_FLIGHT_MS) {
-          throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly', undefined, { 'retry-after': '2' });
+          throw new AppError(
+            'conflict',
+            'A request with this Idempotency-Key is still in progress; retry shortly',
+            undefined,
+            { 'retry-after': '2' },
+          );
         }
       }
       if (!acct.live_writes) {
         const id = `dryrun-${randomUUID()}`;
         const object = spec.dryRun ? spec.dryRun(id) : { id, ...(spec.request as object) };
-        await store.finishWrite(scope, row.id, { status: 'dry_run', remoteId: spec.op === 'create' ? id : null, result: object });
+        await store.finishWrite(scope, row.id, {
+          status: 'dry_run',
+          remoteId: spec.op === 'create' ? id : null,
+          result: object,
+        });
         return answer('dry_run', object, false);
       }
       // A pending or failed entry may have reached the network before its answer was lost.
@@ -65,7 +95,10 @@ export function createWriteJournal({ store, retryDelayMs = 300 }: { store: AdNet
       for (let attempt = 0; ; attempt++) {
         try {
           if (mayExist && spec.find) {
-            const found = await spec.find(new Date(row.created_at.getTime() - 5000), await store.claimedIds(scope, spec.kind, row.id));
+            const found = await spec.find(
+              new Date(row.created_at.getTime() - 5000),
+              await store.claimedIds(scope, spec.kind, row.id),
+            );
             if (found) {
               await store.finishWrite(scope, row.id, { status: 'succeeded', remoteId: found.id, result: found });
               return answer('succeeded', found, !created);

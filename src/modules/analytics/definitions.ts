@@ -52,7 +52,11 @@ export function flagSql(): string {
   const byEvent = new Map<string, string[]>();
   FLAGS.forEach((f, bit) => {
     const when: string | undefined = 'when' in f ? f.when : undefined;
-    for (const e of f.events) byEvent.set(e, [...(byEvent.get(e) ?? []), when ? `CASE WHEN ${when} THEN ${1 << bit} ELSE 0 END` : `${1 << bit}`]);
+    for (const e of f.events)
+      byEvent.set(e, [
+        ...(byEvent.get(e) ?? []),
+        when ? `CASE WHEN ${when} THEN ${1 << bit} ELSE 0 END` : `${1 << bit}`,
+      ]);
   });
   const arms = [...byEvent].map(([e, bits]) => `WHEN '${e}' THEN ${bits.join(' + ')}`).join('\n         ');
   return `(CASE e.event_name\n         ${arms}\n         ELSE 0 END)::int2`;
@@ -91,7 +95,11 @@ export const FUNNELS: Record<string, FunnelStepDef[]> = {
     { name: 'session_start_day_7_plus', event: 'session_start', match: 'days_after_first', days: 7 },
   ],
   icp_usp: [ev('onboarding_flow_completed'), ev('paywall_view'), ev(TRIAL_STEP_EVENT, 'trial_started')],
-  aso: [{ name: 'first_app_open', event: 'app_open', match: 'first_ever' }, ev('onboarding_flow_started'), ev('purchase_completed')],
+  aso: [
+    { name: 'first_app_open', event: 'app_open', match: 'first_ever' },
+    ev('onboarding_flow_started'),
+    ev('purchase_completed'),
+  ],
   paid_ua: [
     { name: 'ad_impressions', source: 'ad_impressions' },
     { name: 'ad_swipes', source: 'ad_swipes' },
@@ -99,12 +107,18 @@ export const FUNNELS: Record<string, FunnelStepDef[]> = {
     ev('purchase_completed'),
   ],
   organic_social: [ev('deferred_deep_link_resolved'), ev('app_open'), ev('purchase_completed')],
-  web2app: [ev('web_entitlement_activated'), ev('app_open'), { name: 'session_start_later_day', event: 'session_start', match: 'later_day' }],
+  web2app: [
+    ev('web_entitlement_activated'),
+    ev('app_open'),
+    { name: 'session_start_later_day', event: 'session_start', match: 'later_day' },
+  ],
   feedback_loop: [ev('survey_shown'), ev('survey_completed'), ev('purchase_completed')],
 };
 
 /** Event names the default funnels use (an_steps keeps these and those of apps' overrides). */
-export const DEFAULT_FUNNEL_EVENTS = [...new Set(Object.values(FUNNELS).flatMap((steps) => steps.flatMap((s) => (s.event ? [s.event] : []))))];
+export const DEFAULT_FUNNEL_EVENTS = [
+  ...new Set(Object.values(FUNNELS).flatMap((steps) => steps.flatMap((s) => (s.event ? [s.event] : [])))),
+];
 
 /** Funnel step times kept per device-day and event (the earliest distinct ones). */
 export const STEP_TIMES_KEPT = 20;
@@ -129,13 +143,17 @@ const PERIODS = {
 
 /** A paid subscription's period end (NULL for other kinds). */
 export function periodEndSql(v: string): string {
-  const arms = Object.entries(PERIODS).map(([u, p]) => `WHEN '${u}' THEN ${p.end(`${v}.day`, `${v}.period_n`)}`).join(' ');
+  const arms = Object.entries(PERIODS)
+    .map(([u, p]) => `WHEN '${u}' THEN ${p.end(`${v}.day`, `${v}.period_n`)}`)
+    .join(' ');
   return `CASE WHEN ${v}.kind = 'paid' THEN CASE ${v}.period_unit ${arms} END END`;
 }
 
 /** A paid subscription's monthly amount (MRR) of `usd`, its price in USD (NULL for other kinds). */
 export function monthlySql(v: string, usd: string): string {
-  const arms = Object.entries(PERIODS).map(([u, p]) => `WHEN '${u}' THEN ${usd} * ${p.perMonth} / ${v}.period_n`).join(' ');
+  const arms = Object.entries(PERIODS)
+    .map(([u, p]) => `WHEN '${u}' THEN ${usd} * ${p.perMonth} / ${v}.period_n`)
+    .join(' ');
   return `CASE WHEN ${v}.kind = 'paid' THEN CASE ${v}.period_unit ${arms} END END`;
 }
 
@@ -144,9 +162,20 @@ export function monthlySql(v: string, usd: string): string {
  * an_app_state.defs records the one each app's rollups were built with (migration 025).
  */
 export const DEFINITIONS_VERSION = createHash('sha256')
-  .update(JSON.stringify({
-    flags: FLAGS, room: FLAG_ROOM, retention: RETENTION_DAYS, firstGap: FIRST_GAP, funnels: FUNNELS, kept: STEP_TIMES_KEPT,
-    period: PERIOD_PATTERN, rate: usdRateSql('c', 'd'), end: periodEndSql('v'), mrr: monthlySql('v', 'u'), flagSql: flagSql(),
-  }))
+  .update(
+    JSON.stringify({
+      flags: FLAGS,
+      room: FLAG_ROOM,
+      retention: RETENTION_DAYS,
+      firstGap: FIRST_GAP,
+      funnels: FUNNELS,
+      kept: STEP_TIMES_KEPT,
+      period: PERIOD_PATTERN,
+      rate: usdRateSql('c', 'd'),
+      end: periodEndSql('v'),
+      mrr: monthlySql('v', 'u'),
+      flagSql: flagSql(),
+    }),
+  )
   .digest('hex')
   .slice(0, 16);

@@ -13,11 +13,30 @@ import type { AnalyticsReadModel, Env } from './read-model.js';
  * data version) or younger than 2 x `refreshS`; otherwise it computes live and stores the result.
  * Ad-stats steps are always read live (they change without events).
  */
-export function createFunnelAnswers({ db, read, store, refreshS }: { db: Queryable; read: AnalyticsReadModel; store: FunnelStore; refreshS: number }) {
-  const hash = (steps: FunnelStep[]) => createHash('sha256').update(JSON.stringify(steps)).digest('base64url').slice(0, 22);
+export function createFunnelAnswers({
+  db,
+  read,
+  store,
+  refreshS,
+}: {
+  db: Queryable;
+  read: AnalyticsReadModel;
+  store: FunnelStore;
+  refreshS: number;
+}) {
+  const hash = (steps: FunnelStep[]) =>
+    createHash('sha256').update(JSON.stringify(steps)).digest('base64url').slice(0, 22);
   let lastRefresh = 0;
 
-  async function compute(scope: Scope, env: Env, name: string, steps: FunnelStep[], version: number, timezone: string, today: string) {
+  async function compute(
+    scope: Scope,
+    env: Env,
+    name: string,
+    steps: FunnelStep[],
+    version: number,
+    timezone: string,
+    today: string,
+  ) {
     const date = (await read.latestDay(scope, env)) ?? today;
     const users = await funnelCounts(db, scope, env, timezone, date, steps);
     const r = { def_hash: hash(steps), version, date, users };
@@ -28,10 +47,17 @@ export function createFunnelAnswers({ db, read, store, refreshS }: { db: Queryab
     async answer(scope: Scope, env: Env, name: string, ctx: { timezone: string; today: string }) {
       const steps = resolveSteps(name, await read.funnelExtra(scope));
       const [stored, version] = await Promise.all([store.get(scope, env, name), store.version(scope, env)]);
-      const fresh = stored && stored.def_hash === hash(steps)
-        && (stored.version >= version || Date.now() - stored.computed_at.getTime() < 2 * refreshS * 1000);
+      const fresh =
+        stored &&
+        stored.def_hash === hash(steps) &&
+        (stored.version >= version || Date.now() - stored.computed_at.getTime() < 2 * refreshS * 1000);
       const r = fresh ? stored : await compute(scope, env, name, steps, version, ctx.timezone, ctx.today);
-      return { steps, date: r.date, users: await withAdSteps(db, scope, env, r.date, steps, r.users), computed_at: r.computed_at };
+      return {
+        steps,
+        date: r.date,
+        users: await withAdSteps(db, scope, env, r.date, steps, r.users),
+        computed_at: r.computed_at,
+      };
     },
 
     /**

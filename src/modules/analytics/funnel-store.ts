@@ -16,15 +16,20 @@ export interface StoredFunnel {
  * Bumps the data version of every app environment in `appEnvs` (those with events in the fold's
  * batch). Runs inside the fold's transaction, so versions and rollups commit together.
  */
-export async function bumpAppVersions(tx: Queryable, appEnvs: { tenantId: string; appId: string; environment: string }[]): Promise<void> {
+export async function bumpAppVersions(
+  tx: Queryable,
+  appEnvs: { tenantId: string; appId: string; environment: string }[],
+): Promise<void> {
   if (appEnvs.length === 0) return;
-  await tx.query(`
+  await tx.query(
+    `
 INSERT INTO an_app_versions (tenant_id, app_id, environment, version)
 SELECT t, a, e, 1 FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS x(t, a, e)
 -- One order for every partition's transaction: two of them bumping the same apps wait, never deadlock.
  ORDER BY a, e
 ON CONFLICT (app_id, environment) DO UPDATE SET version = an_app_versions.version + 1`,
-  [appEnvs.map((x) => x.tenantId), appEnvs.map((x) => x.appId), appEnvs.map((x) => x.environment)]);
+    [appEnvs.map((x) => x.tenantId), appEnvs.map((x) => x.appId), appEnvs.map((x) => x.environment)],
+  );
 }
 
 export function createFunnelStore(db: Queryable) {

@@ -15,7 +15,14 @@ import type { Env } from './read-model.js';
 export const FunnelStep = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 64 }),
   event: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-  match: Type.Optional(Type.Union([Type.Literal('any'), Type.Literal('first_ever'), Type.Literal('later_day'), Type.Literal('days_after_first')])),
+  match: Type.Optional(
+    Type.Union([
+      Type.Literal('any'),
+      Type.Literal('first_ever'),
+      Type.Literal('later_day'),
+      Type.Literal('days_after_first'),
+    ]),
+  ),
   days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90 })),
   source: Type.Optional(Type.Union([Type.Literal('ad_impressions'), Type.Literal('ad_swipes')])),
 });
@@ -38,7 +45,14 @@ export function resolveSteps(name: string, overrides: unknown): FunnelStep[] {
  * step-k event at or after step k-1's, within 7 days of entry (days_after_first steps are exempt:
  * "7 or more days after" cannot also be "within 7 days").
  */
-export async function funnelCounts(db: Queryable, scope: Scope, env: Env, tz: string, date: string, steps: FunnelStep[]): Promise<number[]> {
+export async function funnelCounts(
+  db: Queryable,
+  scope: Scope,
+  env: Env,
+  tz: string,
+  date: string,
+  steps: FunnelStep[],
+): Promise<number[]> {
   const eventSteps = steps.map((s, i) => ({ s, i })).filter((x) => !x.s.source);
   const counts = steps.map(() => 0);
   if (eventSteps.length === 0) return counts;
@@ -68,13 +82,19 @@ export async function funnelCounts(db: Queryable, scope: Scope, env: Env, tz: st
     }
     let cond: string;
     if (s.match === 'days_after_first') cond = `s.day >= g.d1 + ${s.days ?? 7} AND t >= g.tp`;
-    else if (s.match === 'later_day') cond = `s.day > (g.tp AT TIME ZONE $5)::date AND s.day <= g.d1 + 8 AND t <= g.t1 + interval '7 days'`;
-    else if (s.match === 'first_ever') cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'
+    else if (s.match === 'later_day')
+      cond = `s.day > (g.tp AT TIME ZONE $5)::date AND s.day <= g.d1 + 8 AND t <= g.t1 + interval '7 days'`;
+    else if (s.match === 'first_ever')
+      cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'
       AND NOT EXISTS (SELECT 1 FROM an_steps z WHERE ${base('z')} AND z.anon_id = g.anon_id AND z.event_name = ${name} AND z.day < s.day)
       AND t = s.tss[1]`;
-    else cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'`;
-    const bound = s.match === 'days_after_first' ? `x.day >= $4::date - 31` : `x.day BETWEEN $4::date - 31 AND $4::date + 9`;
-    ctes.push(`s${k} AS MATERIALIZED (SELECT x.anon_id, x.day, x.tss FROM an_steps x WHERE ${base('x')} AND x.event_name = ${name} AND ${bound})`);
+    else
+      cond = `s.day BETWEEN (g.tp AT TIME ZONE $5)::date - 1 AND g.d1 + 8 AND t >= g.tp AND t <= g.t1 + interval '7 days'`;
+    const bound =
+      s.match === 'days_after_first' ? `x.day >= $4::date - 31` : `x.day BETWEEN $4::date - 31 AND $4::date + 9`;
+    ctes.push(
+      `s${k} AS MATERIALIZED (SELECT x.anon_id, x.day, x.tss FROM an_steps x WHERE ${base('x')} AND x.event_name = ${name} AND ${bound})`,
+    );
     ctes.push(`g${k} AS MATERIALIZED (SELECT g.anon_id, g.t1, g.d1, min(t) AS tp FROM g${k - 1} g
       JOIN s${k} s ON s.anon_id = g.anon_id
       CROSS JOIN LATERAL unnest(s.tss) AS t WHERE ${cond} GROUP BY g.anon_id, g.t1, g.d1)`);
@@ -86,10 +106,19 @@ export async function funnelCounts(db: Queryable, scope: Scope, env: Env, tz: st
 }
 
 /** Fills the ad-stats steps (impressions, swipes) of a funnel's counts; read live, they change without events. */
-export async function withAdSteps(db: Queryable, scope: Scope, env: Env, date: string, steps: FunnelStep[], users: number[]): Promise<number[]> {
+export async function withAdSteps(
+  db: Queryable,
+  scope: Scope,
+  env: Env,
+  date: string,
+  steps: FunnelStep[],
+  users: number[],
+): Promise<number[]> {
   if (!steps.some((s) => s.source)) return users;
   const ads = env === 'production' ? await adTotals(db, scope, date) : { impressions: 0, swipes: 0 };
-  return steps.map((s, i) => (s.source === 'ad_impressions' ? ads.impressions : s.source === 'ad_swipes' ? ads.swipes : users[i]));
+  return steps.map((s, i) =>
+    s.source === 'ad_impressions' ? ads.impressions : s.source === 'ad_swipes' ? ads.swipes : users[i],
+  );
 }
 
 /**
@@ -109,7 +138,15 @@ async function adTotals(db: Queryable, scope: Scope, date: string): Promise<{ im
 
 export function funnelSteps(steps: FunnelStep[], users: number[]) {
   return steps.map((s, i) => {
-    if (i === 0) return { step_name: s.name, step_order: 1, users: users[0], conversion_rate: 100, cumulative_rate: 100, drop_off_rate: 0 };
+    if (i === 0)
+      return {
+        step_name: s.name,
+        step_order: 1,
+        users: users[0],
+        conversion_rate: 100,
+        cumulative_rate: 100,
+        drop_off_rate: 0,
+      };
     const conv = users[i - 1] === 0 ? null : round2((users[i] / users[i - 1]) * 100);
     return {
       step_name: s.name,

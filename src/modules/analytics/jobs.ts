@@ -26,7 +26,17 @@ const MAX_PASSES = 10;
  * committed while the run waited for it waited 9.5 s (measured) for the refresh and the next run.
  * Steady-state passes are smaller, and one pass per run keeps them from chasing arriving events.
  */
-export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs = 5_000 }: { store: RollupStore; chunkSize: number; catchUpMin: number; writerWaitMs?: number }) {
+export function createRollupRunner({
+  store,
+  chunkSize,
+  catchUpMin,
+  writerWaitMs = 5_000,
+}: {
+  store: RollupStore;
+  chunkSize: number;
+  catchUpMin: number;
+  writerWaitMs?: number;
+}) {
   let running: Promise<RunResult> | null = null;
   // Events folded since the last ANALYZE of the rollups, and in total then. A process starts from the
   // stored total: counting from zero, a process started on a big database analyzed every 50,000
@@ -111,7 +121,15 @@ export function createRollupRunner({ store, chunkSize, catchUpMin, writerWaitMs 
 export type RollupRunner = ReturnType<typeof createRollupRunner>;
 
 /** The job handler: fold, then queue the next run ROLLUP_INTERVAL_S later (stately queue dedupes). */
-export function rollupJobHandler({ runner, jobs, intervalS }: { runner: RollupRunner; jobs: JobQueue; intervalS: number }) {
+export function rollupJobHandler({
+  runner,
+  jobs,
+  intervalS,
+}: {
+  runner: RollupRunner;
+  jobs: JobQueue;
+  intervalS: number;
+}) {
   return async (): Promise<void> => {
     try {
       await runner.run();
@@ -130,7 +148,10 @@ export function kickRollupChain(jobs: JobQueue): () => void {
   let stopped = false;
   void jobs.whenStarted().then(async () => {
     while (!stopped) {
-      const sent = await jobs.send('analytics.rollup', {}, {}).then(() => true, () => false);
+      const sent = await jobs.send('analytics.rollup', {}, {}).then(
+        () => true,
+        () => false,
+      );
       if (sent) return;
       await new Promise((r) => setTimeout(r, 500).unref());
     }

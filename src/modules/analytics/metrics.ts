@@ -2,10 +2,30 @@ import type { Family, Raw } from './read-model.js';
 
 /** The 24 metrics, in the spec's order (spec.md "Metric identifiers accepted"). */
 export const METRICS = [
-  'mau', 'wau', 'dau', 'mrr', 'arr', 'revenue_daily', 'net_revenue', 'arpu', 'arppu',
-  'onboarding_start_rate', 'onboarding_completion_rate', 'paywall_view_rate', 'trial_start_rate',
-  'trial_to_paid_d7', 'trial_to_paid_d30', 'retention_d1', 'retention_d7', 'retention_d30',
-  'avg_session_duration', 'avg_sessions_per_user', 'stickiness', 'new_users', 'refund_rate', 'crash_free_rate',
+  'mau',
+  'wau',
+  'dau',
+  'mrr',
+  'arr',
+  'revenue_daily',
+  'net_revenue',
+  'arpu',
+  'arppu',
+  'onboarding_start_rate',
+  'onboarding_completion_rate',
+  'paywall_view_rate',
+  'trial_start_rate',
+  'trial_to_paid_d7',
+  'trial_to_paid_d30',
+  'retention_d1',
+  'retention_d7',
+  'retention_d30',
+  'avg_session_duration',
+  'avg_sessions_per_user',
+  'stickiness',
+  'new_users',
+  'refund_rate',
+  'crash_free_rate',
 ] as const;
 
 export type Metric = (typeof METRICS)[number];
@@ -61,30 +81,78 @@ export function metricExact(m: Metric, r: Raw, days: number): number | null {
   const dau = r.device_days / days;
   let v: number | null;
   switch (m) {
-    case 'mau': v = r.mau; break;
-    case 'wau': v = r.wau; break;
-    case 'dau': v = dau; break;
-    case 'mrr': v = r.mrr; break;
-    case 'arr': v = r.mrr * 12; break;
-    case 'revenue_daily': v = r.paid_usd / days; break;
-    case 'net_revenue': v = r.paid_usd - r.refund_usd; break;
-    case 'arpu': v = div(r.paid_usd, r.active); break;
-    case 'arppu': v = div(r.paid_usd, r.paid); break;
-    case 'onboarding_start_rate': v = pct(r.onb_new, r.new_users); break;
-    case 'onboarding_completion_rate': v = pct(r.onb_c, r.onb_s); break;
-    case 'paywall_view_rate': v = pct(r.pw, r.active); break;
-    case 'trial_start_rate': v = pct(r.trial, r.pw); break;
-    case 'trial_to_paid_d7': v = pct(r.t_p7, r.t_c7); break;
-    case 'trial_to_paid_d30': v = pct(r.t_p30, r.t_c30); break;
-    case 'retention_d1': v = pct(r.r1, r.c1); break;
-    case 'retention_d7': v = pct(r.r7, r.c7); break;
-    case 'retention_d30': v = pct(r.r30, r.c30); break;
-    case 'avg_session_duration': v = div(r.dur, r.started); break;
-    case 'avg_sessions_per_user': v = div(r.sessions, r.active); break;
-    case 'stickiness': v = r.mau === 0 ? null : (dau / r.mau) * 100; break;
-    case 'new_users': v = r.new_users; break;
-    case 'refund_rate': v = pct(r.refund_n, r.paid_n); break;
-    case 'crash_free_rate': v = r.active === 0 ? null : 100 - (r.crash / r.active) * 100; break;
+    case 'mau':
+      v = r.mau;
+      break;
+    case 'wau':
+      v = r.wau;
+      break;
+    case 'dau':
+      v = dau;
+      break;
+    case 'mrr':
+      v = r.mrr;
+      break;
+    case 'arr':
+      v = r.mrr * 12;
+      break;
+    case 'revenue_daily':
+      v = r.paid_usd / days;
+      break;
+    case 'net_revenue':
+      v = r.paid_usd - r.refund_usd;
+      break;
+    case 'arpu':
+      v = div(r.paid_usd, r.active);
+      break;
+    case 'arppu':
+      v = div(r.paid_usd, r.paid);
+      break;
+    case 'onboarding_start_rate':
+      v = pct(r.onb_new, r.new_users);
+      break;
+    case 'onboarding_completion_rate':
+      v = pct(r.onb_c, r.onb_s);
+      break;
+    case 'paywall_view_rate':
+      v = pct(r.pw, r.active);
+      break;
+    case 'trial_start_rate':
+      v = pct(r.trial, r.pw);
+      break;
+    case 'trial_to_paid_d7':
+      v = pct(r.t_p7, r.t_c7);
+      break;
+    case 'trial_to_paid_d30':
+      v = pct(r.t_p30, r.t_c30);
+      break;
+    case 'retention_d1':
+      v = pct(r.r1, r.c1);
+      break;
+    case 'retention_d7':
+      v = pct(r.r7, r.c7);
+      break;
+    case 'retention_d30':
+      v = pct(r.r30, r.c30);
+      break;
+    case 'avg_session_duration':
+      v = div(r.dur, r.started);
+      break;
+    case 'avg_sessions_per_user':
+      v = div(r.sessions, r.active);
+      break;
+    case 'stickiness':
+      v = r.mau === 0 ? null : (dau / r.mau) * 100;
+      break;
+    case 'new_users':
+      v = r.new_users;
+      break;
+    case 'refund_rate':
+      v = pct(r.refund_n, r.paid_n);
+      break;
+    case 'crash_free_rate':
+      v = r.active === 0 ? null : 100 - (r.crash / r.active) * 100;
+      break;
   }
   return v;
 }
@@ -94,7 +162,10 @@ export function familiesFor(metrics: readonly Metric[]): Set<Family> {
 }
 
 /** change_pct and trend of a KPI (decisions.md 4), from the unrounded values. */
-export function change(current: number | null, previous: number | null): { change_pct: number | null; trend: 'up' | 'down' | 'flat' } {
+export function change(
+  current: number | null,
+  previous: number | null,
+): { change_pct: number | null; trend: 'up' | 'down' | 'flat' } {
   if (current === null || previous === null || previous === 0) return { change_pct: null, trend: 'flat' };
   const c = round2(((current - previous) / previous) * 100);
   return { change_pct: c, trend: Math.abs(c) < 1 ? 'flat' : c > 0 ? 'up' : 'down' };

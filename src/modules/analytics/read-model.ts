@@ -42,9 +42,31 @@ export interface Raw extends Record<FlagField, number> {
 }
 
 export const EMPTY_RAW: Raw = Object.freeze({
-  ...(Object.fromEntries(FLAGS.map((f) => [f.field, 0])) as Record<FlagField, number>), device_days: 0, active: 0, wau: 0, mau: 0,
-  new_users: 0, onb_new: 0, c1: 0, r1: 0, c7: 0, r7: 0, c30: 0, r30: 0, sessions: 0, started: 0, dur: 0,
-  paid_usd: 0, paid_n: 0, refund_usd: 0, refund_n: 0, mrr: 0, t_c7: 0, t_p7: 0, t_c30: 0, t_p30: 0,
+  ...(Object.fromEntries(FLAGS.map((f) => [f.field, 0])) as Record<FlagField, number>),
+  device_days: 0,
+  active: 0,
+  wau: 0,
+  mau: 0,
+  new_users: 0,
+  onb_new: 0,
+  c1: 0,
+  r1: 0,
+  c7: 0,
+  r7: 0,
+  c30: 0,
+  r30: 0,
+  sessions: 0,
+  started: 0,
+  dur: 0,
+  paid_usd: 0,
+  paid_n: 0,
+  refund_usd: 0,
+  refund_n: 0,
+  mrr: 0,
+  t_c7: 0,
+  t_p7: 0,
+  t_c30: 0,
+  t_p30: 0,
 }) as Raw;
 
 // $1 tenant, $2 app, $3 environment, $4 bucket starts, $5 bucket ends, $6 platform filter, $7 today,
@@ -53,7 +75,8 @@ export const EMPTY_RAW: Raw = Object.freeze({
 // Every statement mentions all parameters (the protocol refuses unused ones).
 const B = `b AS (SELECT s, e, i::int AS i FROM unnest($4::date[], $5::date[]) WITH ORDINALITY AS u(s, e, i)
   WHERE $7::date IS NOT NULL AND $8::date IS NOT NULL AND $9::date IS NOT NULL AND $10::date IS NOT NULL)`;
-const F = (x: string) => `${x}.tenant_id = $1 AND ${x}.app_id = $2 AND ${x}.environment = $3 AND ($6::text IS NULL OR ${x}.platform = $6)`;
+const F = (x: string) =>
+  `${x}.tenant_id = $1 AND ${x}.app_id = $2 AND ${x}.environment = $3 AND ($6::text IS NULL OR ${x}.platform = $6)`;
 const seg = (s: Segment, x: string) => (s === 'overall' ? `''` : `coalesce(${x}.${s}, 'unknown')`);
 // Distinct users over [s, e] = device-day rows in it whose previous active day is before s. The
 // fold keeps those rows counted in a (day, platform, country, gap) histogram, summed here per bucket.
@@ -82,8 +105,10 @@ export function familySql(f: Family, s: Segment): string {
         FROM rd JOIN h ON h.day = rd.day GROUP BY 1, 2`;
     case 'flags': {
       // Distinct users with each flag, from the fold's per-flag gap histogram (as for active users).
-      const cols = FLAGS.map((f, bit) => `coalesce(sum(h.n) FILTER (WHERE h.flag = ${1 << bit} AND h.gap > h.day - bd.s), 0)::int AS ${f.field}`)
-        .join(', ');
+      const cols = FLAGS.map(
+        (f, bit) =>
+          `coalesce(sum(h.n) FILTER (WHERE h.flag = ${1 << bit} AND h.gap > h.day - bd.s), 0)::int AS ${f.field}`,
+      ).join(', ');
       return `WITH ${B}, ${BD}, h AS (
           SELECT x.day, ${g} AS seg, x.flag, x.gap, sum(x.n)::int AS n FROM an_flag_hist x
            WHERE ${F('x')} AND x.day BETWEEN $8::date AND $9::date GROUP BY 1, 2, 3, 4)
@@ -92,10 +117,15 @@ export function familySql(f: Family, s: Segment): string {
     case 'new': {
       // From the per-first-day cohort cells the fold maintains (an_cohort_hist, an_onb_hist).
       const ret = ([1, 7, 30] as const)
-        .map((n) => `coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n}), 0)::int AS c${n},
-        coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n} AND d.mask & ${retentionBit(n)} <> 0), 0)::int AS r${n}`)
+        .map(
+          (n) => `coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n}), 0)::int AS c${n},
+        coalesce(sum(d.n) FILTER (WHERE d.first_day <= $7::date - ${n} AND d.mask & ${retentionBit(n)} <> 0), 0)::int AS r${n}`,
+        )
         .join(',\n        ');
-      const cells = (t: string, col: string) => `SELECT x.first_day, ${g} AS seg, x.${col}, sum(x.n)::int AS n FROM ${t} x
+      const cells = (
+        t: string,
+        col: string,
+      ) => `SELECT x.first_day, ${g} AS seg, x.${col}, sum(x.n)::int AS n FROM ${t} x
            WHERE ${F('x')} AND x.first_day BETWEEN $8::date AND $9::date GROUP BY 1, 2, 3`;
       return `WITH ${B}, d AS (${cells('an_cohort_hist', 'ret_mask AS mask')}),
         o AS (${cells('an_onb_hist', 'onb_off')}),
@@ -141,8 +171,10 @@ export function familySql(f: Family, s: Segment): string {
       // it meets the trials again (measured: 100 -> 80 ms at 10M events, against a group per trial).
       // Trials are counted per day, then per bucket.
       const conv = [7, 30]
-        .map((n) => `coalesce(sum(d.n) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_c${n},
-        coalesce(sum(d.p${n}) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_p${n}`)
+        .map(
+          (n) => `coalesce(sum(d.n) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_c${n},
+        coalesce(sum(d.p${n}) FILTER (WHERE d.day <= $7::date - ${n}), 0)::int AS t_p${n}`,
+        )
         .join(',\n        ');
       return `WITH ${B}, ${BD},
         t AS (SELECT x.anon_id, ${g} AS seg, min(x.ts) AS ts, min(x.day) AS day
@@ -179,7 +211,9 @@ export function createAnalyticsReadModel(db: Queryable) {
      * The app's timezone, today in it, the rollup freshness stamp, and the timezone its rollups
      * were built in (differs from `timezone` until the rebuild a change triggers has run).
      */
-    async context(scope: Scope): Promise<{ timezone: string; today: string; folded_at: Date | null; rollup_timezone: string | null } | null> {
+    async context(
+      scope: Scope,
+    ): Promise<{ timezone: string; today: string; folded_at: Date | null; rollup_timezone: string | null } | null> {
       const { rows } = await db.query(
         `SELECT s.timezone, (now() AT TIME ZONE s.timezone)::date::text AS today,
                 (SELECT min(folded_at) FROM an_rollup_state) AS folded_at,
@@ -198,13 +232,25 @@ export function createAnalyticsReadModel(db: Queryable) {
       const ends = q.buckets.map((b) => b.e);
       const min = (xs: string[]) => xs.reduce((a, b) => (b < a ? b : a));
       const max = (xs: string[]) => xs.reduce((a, b) => (b > a ? b : a));
-      const params = [scope.tenantId, scope.appId, q.env, starts, ends, q.platform, q.today, min(starts), max(ends), min(ends)];
+      const params = [
+        scope.tenantId,
+        scope.appId,
+        q.env,
+        starts,
+        ends,
+        q.platform,
+        q.today,
+        min(starts),
+        max(ends),
+        min(ends),
+      ];
       const results = await Promise.all([...families].map((f) => db.query(familySql(f, q.segment), params)));
       for (const { rows } of results) {
         for (const r of rows as Record<string, number | string>[]) {
           const key = `${r.i}|${r.seg}`;
           const acc = out.get(key) ?? { ...EMPTY_RAW };
-          for (const [k, v] of Object.entries(r)) if (k !== 'i' && k !== 'seg') (acc as unknown as Record<string, number>)[k] = Number(v);
+          for (const [k, v] of Object.entries(r))
+            if (k !== 'i' && k !== 'seg') (acc as unknown as Record<string, number>)[k] = Number(v);
           out.set(key, acc);
         }
       }
@@ -213,7 +259,9 @@ export function createAnalyticsReadModel(db: Queryable) {
 
     /** Retention cohorts per first day (and segment value). */
     async cohorts(scope: Scope, env: Env, start: string, end: string, segment: Segment) {
-      const cols = RETENTION_DAYS.map((n, bit) => `coalesce(sum(x.n) FILTER (WHERE x.ret_mask & ${1 << bit} <> 0), 0)::int AS r${n}`).join(', ');
+      const cols = RETENTION_DAYS.map(
+        (n, bit) => `coalesce(sum(x.n) FILTER (WHERE x.ret_mask & ${1 << bit} <> 0), 0)::int AS r${n}`,
+      ).join(', ');
       // Per-first-day cohort cells (fold-maintained); a cell may hold 0 after devices left it.
       const { rows } = await db.query<Record<string, number | string>>(
         `SELECT x.first_day::text AS day, ${seg(segment, 'x')} AS seg, sum(x.n)::int AS size, ${cols}
@@ -234,7 +282,10 @@ export function createAnalyticsReadModel(db: Queryable) {
     },
 
     async funnelExtra(scope: Scope): Promise<unknown> {
-      const { rows } = await db.query(`SELECT extra->'funnels' AS f FROM app_settings WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
+      const { rows } = await db.query(
+        `SELECT extra->'funnels' AS f FROM app_settings WHERE tenant_id = $1 AND app_id = $2`,
+        [scope.tenantId, scope.appId],
+      );
       return rows[0]?.f ?? null;
     },
 
@@ -251,7 +302,13 @@ export function createAnalyticsReadModel(db: Queryable) {
     },
 
     async activity(scope: Scope) {
-      const { rows } = await db.query<{ id: number; entity_type: string; action: string; description: string; created_at: Date }>(
+      const { rows } = await db.query<{
+        id: number;
+        entity_type: string;
+        action: string;
+        description: string;
+        created_at: Date;
+      }>(
         `SELECT id, entity_type, action, description, created_at FROM activity
           WHERE tenant_id = $1 AND app_id = $2 ORDER BY created_at DESC, id DESC LIMIT 20`,
         [scope.tenantId, scope.appId],

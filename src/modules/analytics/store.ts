@@ -24,18 +24,28 @@ import { DEFINITIONS_VERSION, monthlySql, PERIOD_PATTERN, usdRateSql } from './d
  */
 export function createRollupStore(
   db: Db,
-  { workers, parts, parallelMin, profile }: { workers: FoldWorkers; parts: number; parallelMin: number; profile?: FoldProfile },
+  {
+    workers,
+    parts,
+    parallelMin,
+    profile,
+  }: { workers: FoldWorkers; parts: number; parallelMin: number; profile?: FoldProfile },
 ) {
   /**
    * Every app gets its rollup timezone recorded the first time the fold meets it. Returns the
    * timezone most apps use: the fold's transactions take it as theirs (fold/sql.ts eventsQuery).
    */
   async function registerApps(q: Queryable): Promise<string> {
-    await q.query(`
+    await q.query(
+      `
 INSERT INTO an_app_state (app_id, tenant_id, timezone, defs)
 SELECT a.id, a.tenant_id, coalesce(s.timezone, 'UTC'), $1 FROM apps a LEFT JOIN app_settings s ON s.app_id = a.id
-ON CONFLICT (app_id) DO NOTHING`, [DEFINITIONS_VERSION]);
-    const { rows } = await q.query<{ zone: string }>(`SELECT timezone AS zone FROM an_app_state GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`);
+ON CONFLICT (app_id) DO NOTHING`,
+      [DEFINITIONS_VERSION],
+    );
+    const { rows } = await q.query<{ zone: string }>(
+      `SELECT timezone AS zone FROM an_app_state GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1`,
+    );
     return rows[0]?.zone ?? 'UTC';
   }
 
@@ -47,16 +57,21 @@ ON CONFLICT (app_id) DO NOTHING`, [DEFINITIONS_VERSION]);
    */
   async function watermarks(): Promise<number[]> {
     const read = async (q: Queryable, lock = '') =>
-      (await q.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state ORDER BY id ${lock}`)).rows.map((r) => Number(r.watermark));
+      (await q.query<{ watermark: number }>(`SELECT watermark FROM an_rollup_state ORDER BY id ${lock}`)).rows.map(
+        (r) => Number(r.watermark),
+      );
     const marks = await read(db);
     if (marks.length === parts || marks.some((w) => w !== marks[0])) return marks;
     return withTx(db, async (tx) => {
       const locked = await read(tx, 'FOR UPDATE');
       if (locked.length === parts || locked.some((w) => w !== locked[0])) return locked;
       await tx.query(`DELETE FROM an_rollup_state WHERE id >= $1`, [parts]);
-      await tx.query(`
+      await tx.query(
+        `
 INSERT INTO an_rollup_state (id, watermark, folded_at) SELECT g, $2, now() FROM generate_series(0, $1::int - 1) g
-ON CONFLICT (id) DO NOTHING`, [parts, locked[0]]);
+ON CONFLICT (id) DO NOTHING`,
+        [parts, locked[0]],
+      );
       return Array.from({ length: parts }, () => locked[0]);
     });
   }
@@ -71,7 +86,9 @@ SELECT min(watermark)::bigint AS watermark, min(folded_at) AS folded_at, sum(eve
 
     /** Highest seq handed out so far and the sessions currently holding a write lock on events. */
     async seqHorizon(): Promise<{ last: number; writers: { pid: number; xact_start: string }[] }> {
-      const { rows } = await db.query<{ last: number | null }>(`SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')), 0) AS last`);
+      const { rows } = await db.query<{ last: number | null }>(
+        `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')), 0) AS last`,
+      );
       const w = await db.query<{ pid: number; xact_start: string }>(`
 SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
  WHERE l.locktype = 'relation' AND l.relation = 'events'::regclass AND l.mode = 'RowExclusiveLock'
@@ -138,13 +155,19 @@ SELECT a.pid, a.xact_start::text AS xact_start FROM pg_locks l JOIN pg_stat_acti
      */
     async appsNeedingRebuild(): Promise<{ app_id: string; timezone: string }[]> {
       // The state table is unlogged: after a crash it is empty along with the rollups (refold from 0).
-      await db.query(`
+      await db.query(
+        `
 INSERT INTO an_rollup_state (id) SELECT generate_series(0, $1::int - 1) WHERE NOT EXISTS (SELECT 1 FROM an_rollup_state)
-ON CONFLICT (id) DO NOTHING`, [parts]);
+ON CONFLICT (id) DO NOTHING`,
+        [parts],
+      );
       await registerApps(db);
-      const { rows } = await db.query(`
+      const { rows } = await db.query(
+        `
 SELECT st.app_id, coalesce(s.timezone, st.timezone) AS timezone FROM an_app_state st LEFT JOIN app_settings s ON s.app_id = st.app_id
- WHERE s.timezone <> st.timezone OR st.defs IS DISTINCT FROM $1`, [DEFINITIONS_VERSION]);
+ WHERE s.timezone <> st.timezone OR st.defs IS DISTINCT FROM $1`,
+        [DEFINITIONS_VERSION],
+      );
       return rows;
     },
 

@@ -33,47 +33,76 @@ export const apiKeyRoutes =
     const admin = auth.customer('admin');
     const tags = ['api-keys'];
 
-    app.post('/api/v1/sdk/api-keys', {
-      preHandler: admin,
-      schema: {
-        tags,
-        summary: 'Create an SDK API key (admin+). svc_live_ = production, svc_test_ = sandbox',
-        body: Type.Object({
-          environment: Environment,
-          permissions: Type.Optional(Type.Array(Permission, { maxItems: 10 })),
-          name: Type.Optional(Type.String({ maxLength: 200 })),
-        }),
-        response: { 201: Type.Object({ data: KeyWithSecret }), ...errors(400, 401, 403) },
+    app.post(
+      '/api/v1/sdk/api-keys',
+      {
+        preHandler: admin,
+        schema: {
+          tags,
+          summary: 'Create an SDK API key (admin+). svc_live_ = production, svc_test_ = sandbox',
+          body: Type.Object({
+            environment: Environment,
+            permissions: Type.Optional(Type.Array(Permission, { maxItems: 10 })),
+            name: Type.Optional(Type.String({ maxLength: 200 })),
+          }),
+          response: { 201: Type.Object({ data: KeyWithSecret }), ...errors(400, 401, 403) },
+        },
       },
-    }, async (req, reply) => {
-      const c = customerOf(req);
-      return reply.status(201).send({ data: await keys.create(scopeOf(c), c.userId, req.body) });
-    });
-
-    app.get('/api/v1/sdk/api-keys', {
-      preHandler: admin,
-      schema: { tags, summary: 'List the app keys, without secrets (admin+)', response: { 200: Type.Object({ data: Type.Array(Key) }), ...errors(401, 403) } },
-    }, async (req) => ({ data: await keys.list(scopeOf(customerOf(req))) }));
-
-    app.post('/api/v1/sdk/api-keys/:id/rotate', {
-      preHandler: admin,
-      schema: {
-        tags,
-        summary: 'Issue a replacement key; the old one is revoked now or after overlap_seconds (admin+)',
-        params: Type.Object({ id: Uuid }),
-        body: Type.Optional(Type.Object({ overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 604_800, default: 0 })) })),
-        response: { 201: Type.Object({ data: KeyWithSecret }), ...errors(400, 401, 403, 404, 409) },
+      async (req, reply) => {
+        const c = customerOf(req);
+        return reply.status(201).send({ data: await keys.create(scopeOf(c), c.userId, req.body) });
       },
-    }, async (req, reply) => {
-      const c = customerOf(req);
-      return reply.status(201).send({ data: await keys.rotate(scopeOf(c), c.userId, req.params.id, req.body?.overlap_seconds ?? 0) });
-    });
+    );
 
-    app.delete('/api/v1/sdk/api-keys/:id', {
-      preHandler: admin,
-      schema: { tags, summary: 'Revoke a key at once (admin+)', params: Type.Object({ id: Uuid }), response: { 200: Type.Object({ data: Key }), ...errors(401, 403, 404) } },
-    }, async (req) => {
-      const c = customerOf(req);
-      return { data: await keys.revoke(scopeOf(c), c.userId, req.params.id) };
-    });
+    app.get(
+      '/api/v1/sdk/api-keys',
+      {
+        preHandler: admin,
+        schema: {
+          tags,
+          summary: 'List the app keys, without secrets (admin+)',
+          response: { 200: Type.Object({ data: Type.Array(Key) }), ...errors(401, 403) },
+        },
+      },
+      async (req) => ({ data: await keys.list(scopeOf(customerOf(req))) }),
+    );
+
+    app.post(
+      '/api/v1/sdk/api-keys/:id/rotate',
+      {
+        preHandler: admin,
+        schema: {
+          tags,
+          summary: 'Issue a replacement key; the old one is revoked now or after overlap_seconds (admin+)',
+          params: Type.Object({ id: Uuid }),
+          body: Type.Optional(
+            Type.Object({ overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 604_800, default: 0 })) }),
+          ),
+          response: { 201: Type.Object({ data: KeyWithSecret }), ...errors(400, 401, 403, 404, 409) },
+        },
+      },
+      async (req, reply) => {
+        const c = customerOf(req);
+        return reply
+          .status(201)
+          .send({ data: await keys.rotate(scopeOf(c), c.userId, req.params.id, req.body?.overlap_seconds ?? 0) });
+      },
+    );
+
+    app.delete(
+      '/api/v1/sdk/api-keys/:id',
+      {
+        preHandler: admin,
+        schema: {
+          tags,
+          summary: 'Revoke a key at once (admin+)',
+          params: Type.Object({ id: Uuid }),
+          response: { 200: Type.Object({ data: Key }), ...errors(401, 403, 404) },
+        },
+      },
+      async (req) => {
+        const c = customerOf(req);
+        return { data: await keys.revoke(scopeOf(c), c.userId, req.params.id) };
+      },
+    );
   };

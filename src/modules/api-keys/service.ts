@@ -20,7 +20,8 @@ export function environmentOfKey(publicKey: string): Environment | null {
   return null;
 }
 
-export const isKeyActive = (k: Pick<ApiKeyRow, 'revoked_at'>, now = Date.now()) => !k.revoked_at || k.revoked_at.getTime() > now;
+export const isKeyActive = (k: Pick<ApiKeyRow, 'revoked_at'>, now = Date.now()) =>
+  !k.revoked_at || k.revoked_at.getTime() > now;
 
 function view(k: ApiKeyRow) {
   return {
@@ -36,12 +37,25 @@ function view(k: ApiKeyRow) {
   };
 }
 
-export function createApiKeyService({ db, store, activity, cacheTtlMs }: { db: Db; store: ApiKeyStore; activity: ActivityStore; cacheTtlMs: number }) {
+export function createApiKeyService({
+  db,
+  store,
+  activity,
+  cacheTtlMs,
+}: {
+  db: Db;
+  store: ApiKeyStore;
+  activity: ActivityStore;
+  cacheTtlMs: number;
+}) {
   // Brief in-process cache: bounded staleness (cacheTtlMs < 5 s) is what lets a revocation reach every instance in time.
   const cache = new Map<string, { row: ApiKeyRow | null; at: number }>();
 
   function mint(environment: Environment) {
-    return { publicKey: PREFIX[environment] + randomBytes(18).toString('base64url'), secret: `sk_${randomBytes(32).toString('base64url')}` };
+    return {
+      publicKey: PREFIX[environment] + randomBytes(18).toString('base64url'),
+      secret: `sk_${randomBytes(32).toString('base64url')}`,
+    };
   }
 
   async function lookup(publicKey: string): Promise<ApiKeyRow | null> {
@@ -68,12 +82,17 @@ export function createApiKeyService({ db, store, activity, cacheTtlMs }: { db: D
       if (secret !== undefined) {
         const a = Buffer.from(hashSecret(secret), 'hex');
         const b = Buffer.from(row.secret_hash, 'hex');
-        if (a.length !== b.length || !timingSafeEqual(a, b)) throw new AppError('invalid_credentials', 'API secret does not match the key');
+        if (a.length !== b.length || !timingSafeEqual(a, b))
+          throw new AppError('invalid_credentials', 'API secret does not match the key');
       }
       return row;
     },
 
-    async create(scope: Scope, userId: string, input: { environment: Environment; permissions?: string[]; name?: string }) {
+    async create(
+      scope: Scope,
+      userId: string,
+      input: { environment: Environment; permissions?: string[]; name?: string },
+    ) {
       const { publicKey, secret } = mint(input.environment);
       const row = await store.insert(scope, {
         name: input.name ?? null,
@@ -83,7 +102,13 @@ export function createApiKeyService({ db, store, activity, cacheTtlMs }: { db: D
         permissions: [...new Set(input.permissions ?? [])],
         createdBy: userId,
       });
-      await activity.record(scope, { entityType: 'api_key', entityId: row.id, action: 'created', description: `API key ${row.public_key.slice(0, 13)}… created (${row.environment})`, actorUserId: userId });
+      await activity.record(scope, {
+        entityType: 'api_key',
+        entityId: row.id,
+        action: 'created',
+        description: `API key ${row.public_key.slice(0, 13)}… created (${row.environment})`,
+        actorUserId: userId,
+      });
       return { ...view(row), secret_key: secret };
     },
 
@@ -99,15 +124,32 @@ export function createApiKeyService({ db, store, activity, cacheTtlMs }: { db: D
         const { publicKey, secret } = mint(old.environment);
         const row = await store.insert(
           scope,
-          { name: old.name, publicKey, secretHash: hashSecret(secret), environment: old.environment, permissions: old.permissions, createdBy: userId },
+          {
+            name: old.name,
+            publicKey,
+            secretHash: hashSecret(secret),
+            environment: old.environment,
+            permissions: old.permissions,
+            createdBy: userId,
+          },
           tx,
         );
         await store.revoke(scope, old.id, new Date(Date.now() + overlapSeconds * 1000), row.id, tx);
         return { created: { ...view(row), secret_key: secret }, old };
       });
       cache.delete(old.public_key);
-      await activity.record(scope, { entityType: 'api_key', entityId: id, action: 'rotated', description: `API key ${old.public_key.slice(0, 13)}… rotated${overlapSeconds ? ` with ${overlapSeconds}s overlap` : ''}`, actorUserId: userId });
-      return { ...created, replaces: old.id, previous_key_revokes_at: new Date(Date.now() + overlapSeconds * 1000).toISOString() };
+      await activity.record(scope, {
+        entityType: 'api_key',
+        entityId: id,
+        action: 'rotated',
+        description: `API key ${old.public_key.slice(0, 13)}… rotated${overlapSeconds ? ` with ${overlapSeconds}s overlap` : ''}`,
+        actorUserId: userId,
+      });
+      return {
+        ...created,
+        replaces: old.id,
+        previous_key_revokes_at: new Date(Date.now() + overlapSeconds * 1000).toISOString(),
+      };
     },
 
     async revoke(scope: Scope, userId: string, id: string) {
@@ -115,7 +157,13 @@ export function createApiKeyService({ db, store, activity, cacheTtlMs }: { db: D
       if (!old) throw notFound('API key');
       await store.revoke(scope, id, new Date(), null);
       cache.delete(old.public_key);
-      await activity.record(scope, { entityType: 'api_key', entityId: id, action: 'revoked', description: `API key ${old.public_key.slice(0, 13)}… revoked`, actorUserId: userId });
+      await activity.record(scope, {
+        entityType: 'api_key',
+        entityId: id,
+        action: 'revoked',
+        description: `API key ${old.public_key.slice(0, 13)}… revoked`,
+        actorUserId: userId,
+      });
       return view((await store.get(scope, id))!);
     },
   };

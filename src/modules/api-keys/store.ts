@@ -15,7 +15,8 @@ export interface ApiKeyRow {
   replaced_by: string | null;
 }
 
-const COLS = 'id, tenant_id, app_id, name, public_key, secret_hash, environment, permissions, created_at, revoked_at, replaced_by';
+const COLS =
+  'id, tenant_id, app_id, name, public_key, secret_hash, environment, permissions, created_at, revoked_at, replaced_by';
 
 export function createApiKeyStore(db: Queryable) {
   return {
@@ -26,7 +27,14 @@ export function createApiKeyStore(db: Queryable) {
     },
     async insert(
       scope: Scope,
-      k: { name: string | null; publicKey: string; secretHash: string; environment: string; permissions: string[]; createdBy: string },
+      k: {
+        name: string | null;
+        publicKey: string;
+        secretHash: string;
+        environment: string;
+        permissions: string[];
+        createdBy: string;
+      },
       tx?: Tx,
     ): Promise<ApiKeyRow> {
       const { rows } = await (tx ?? db).query<ApiKeyRow>(

@@ -28,13 +28,27 @@ export function buildContent(src: PublishedContent, pages: Record<string, Option
     const b = it.body;
     const published_at = it.published_at ? it.published_at.toISOString() : null;
     if (it.kind === 'onboarding_flow') {
-      const entry: Record<string, unknown> = { id: it.id, name: it.name, steps: b.steps ?? [], settings: b.settings ?? {}, published_at };
+      const entry: Record<string, unknown> = {
+        id: it.id,
+        name: it.name,
+        steps: b.steps ?? [],
+        settings: b.settings ?? {},
+        published_at,
+      };
       const sets: Record<string, OptionSetPage> = {};
       for (const id of it.option_set_ids) if (pages[id]) sets[id] = pages[id];
       if (Object.keys(sets).length > 0) entry.option_sets = sets;
       onboarding_flows[it.id] = entry;
     } else if (it.kind === 'paywall') {
-      paywalls[it.id] = { id: it.id, name: it.name, layout: b.layout ?? {}, plans: b.plans ?? [], cta: b.cta ?? {}, dismiss: b.dismiss ?? true, published_at };
+      paywalls[it.id] = {
+        id: it.id,
+        name: it.name,
+        layout: b.layout ?? {},
+        plans: b.plans ?? [],
+        cta: b.cta ?? {},
+        dismiss: b.dismiss ?? true,
+        published_at,
+      };
     } else {
       in_app_messages[it.id] = {
         id: it.id,
@@ -48,11 +62,15 @@ export function buildContent(src: PublishedContent, pages: Record<string, Option
     }
   }
   const feature_flags: Record<string, unknown> = {};
-  for (const f of src.flags) feature_flags[f.key] = { key: f.key, enabled: f.enabled, rules: f.rules, rollout_pct: f.rollout_pct };
+  for (const f of src.flags)
+    feature_flags[f.key] = { key: f.key, enabled: f.enabled, rules: f.rules, rollout_pct: f.rollout_pct };
   return { onboarding_flows, paywalls, remote_config: src.remoteConfig, feature_flags, in_app_messages };
 }
 
 /** Highest minimum any published item or flag declares; the app's floor (if set) counts too. */
 export function sdkMinVersion(src: PublishedContent, appFloor: string | null): string {
-  return maxSemver([appFloor, ...src.items.map((i) => i.sdk_min_version), ...src.flags.map((f) => f.sdk_min_version)], DEFAULT_SDK_MIN_VERSION);
+  return maxSemver(
+    [appFloor, ...src.items.map((i) => i.sdk_min_version), ...src.flags.map((f) => f.sdk_min_version)],
+    DEFAULT_SDK_MIN_VERSION,
+  );
 }

@@ -113,7 +113,8 @@ export function createBundleCache(db: Db, opts: CacheOptions, onError: (err: unk
       remove(appId);
       const entry = { tenantId, served, checkedAt: Date.now() };
       // Oldest inserted first out, until the new entry fits both budgets.
-      while (entries.size > 0 && (entries.size >= opts.maxEntries || bytes + sizeOf(entry) > opts.maxBytes)) remove(entries.keys().next().value!);
+      while (entries.size > 0 && (entries.size >= opts.maxEntries || bytes + sizeOf(entry) > opts.maxBytes))
+        remove(entries.keys().next().value!);
       entries.set(appId, entry);
       bytes += sizeOf(entry);
       return served;

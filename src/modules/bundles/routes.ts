@@ -47,7 +47,8 @@ async function sendBundle(req: FastifyRequest, reply: FastifyReply, s: Served, s
   reply.header('cache-control', 'no-cache').header('vary', 'accept-encoding');
   const enc = negotiate(header(req, 'accept-encoding'), s.body.length);
   const etag = taggedFor(s.etag, enc);
-  if (status === 200 && matches(header(req, 'if-none-match'), s.etag)) return reply.code(304).header('etag', etag).send();
+  if (status === 200 && matches(header(req, 'if-none-match'), s.etag))
+    return reply.code(304).header('etag', etag).send();
   reply.code(status).header('etag', etag).type('application/json; charset=utf-8');
   if (enc === 'identity') return reply.send(s.body);
   return reply.header('content-encoding', enc).send(await variant(s, enc));
@@ -64,103 +65,154 @@ export const bundleRoutes =
   async (app) => {
     const tags = ['config-bundle'];
 
-    app.get('/api/v1/sdk/config-bundle', {
-      preHandler: auth.sdkKey,
-      schema: {
-        tags,
-        summary: 'The current config bundle (SDK key; sandbox and production keys read the same bundle). Strong ETag, If-None-Match -> 304, gzip/br on request',
-        response: { 200: Type.Object({ data: Bundle }), 304: Type.Null(), ...errors(401) },
+    app.get(
+      '/api/v1/sdk/config-bundle',
+      {
+        preHandler: auth.sdkKey,
+        schema: {
+          tags,
+          summary:
+            'The current config bundle (SDK key; sandbox and production keys read the same bundle). Strong ETag, If-None-Match -> 304, gzip/br on request',
+          response: { 200: Type.Object({ data: Bundle }), 304: Type.Null(), ...errors(401) },
+        },
       },
-    }, async (req, reply) => {
-      const scope = scopeOf(keyOf(req));
-      return sendBundle(req, reply, bundles.peek(scope) ?? (await bundles.current(scope)));
-    });
-
-    app.get('/api/v1/sdk/config-bundle/version', {
-      preHandler: auth.sdkKey,
-      schema: {
-        tags,
-        summary: 'Version check: { bundle_version, sdk_min_version, generated_at } without content (SDK key)',
-        response: { 200: Type.Object({ data: Type.Object(Meta) }), 304: Type.Null(), ...errors(401) },
+      async (req, reply) => {
+        const scope = scopeOf(keyOf(req));
+        return sendBundle(req, reply, bundles.peek(scope) ?? (await bundles.current(scope)));
       },
-    }, (req, reply) => {
-      // The hot path: a cached version answers synchronously, with bytes prepared once per version.
-      const scope = scopeOf(keyOf(req));
-      const hit = bundles.peek(scope);
-      if (hit) {
-        sendVersion(req, reply as unknown as FastifyReply, hit);
-        return;
-      }
-      return bundles.current(scope).then((s) => {
-        sendVersion(req, reply as unknown as FastifyReply, s);
-      });
-    });
+    );
 
-    app.post('/api/v1/sdk/config-bundle/generate', {
-      preHandler: auth.customer('admin'),
-      schema: { tags, summary: 'Force a new bundle version from the published content (admin+)', response: { 201: Type.Object({ data: Bundle }), ...errors(401, 403) } },
-    }, async (req, reply) => {
-      const c = customerOf(req);
-      return sendBundle(req, reply, await bundles.regenerate(scopeOf(c), 'generate', c.userId), 201);
-    });
-
-    app.get('/api/v1/sdk/config-bundle/history', {
-      preHandler: auth.customer('viewer'),
-      schema: {
-        tags,
-        summary: 'Every generated version, newest first (viewer+)',
-        querystring: PageQuery,
-        response: { 200: Type.Object({ data: Type.Array(HistoryRow), meta: PageMeta }), ...errors(400, 401, 403) },
+    app.get(
+      '/api/v1/sdk/config-bundle/version',
+      {
+        preHandler: auth.sdkKey,
+        schema: {
+          tags,
+          summary: 'Version check: { bundle_version, sdk_min_version, generated_at } without content (SDK key)',
+          response: { 200: Type.Object({ data: Type.Object(Meta) }), 304: Type.Null(), ...errors(401) },
+        },
       },
-    }, async (req) => {
-      const limit = req.query.limit ?? 20;
-      const offset = req.query.offset ?? 0;
-      const { data, total } = await bundles.history(scopeOf(customerOf(req)), limit, offset);
-      return page(data, total, limit, offset);
-    });
-
-    app.get('/api/v1/sdk/config-bundle/history/:version', {
-      preHandler: auth.customer('viewer'),
-      schema: {
-        tags,
-        summary: 'One earlier version with its full content, for audit (viewer+)',
-        params: Type.Object({ version: Version }),
-        response: { 200: Type.Object({ data: Bundle }), ...errors(400, 401, 403, 404) },
+      (req, reply) => {
+        // The hot path: a cached version answers synchronously, with bytes prepared once per version.
+        const scope = scopeOf(keyOf(req));
+        const hit = bundles.peek(scope);
+        if (hit) {
+          sendVersion(req, reply as unknown as FastifyReply, hit);
+          return;
+        }
+        return bundles.current(scope).then((s) => {
+          sendVersion(req, reply as unknown as FastifyReply, s);
+        });
       },
-    }, async (req, reply) => (reply as unknown as FastifyReply).type('application/json; charset=utf-8').send(await bundles.version(scopeOf(customerOf(req)), req.params.version)));
+    );
 
-    app.post('/api/v1/sdk/config-bundle/rollback', {
-      preHandler: auth.customer('admin'),
-      schema: {
-        tags,
-        summary: "Make a new, higher version whose content is an earlier version's (admin+)",
-        body: Type.Object({ bundle_version: Version }),
-        response: { 201: Type.Object({ data: Bundle }), ...errors(400, 401, 403, 404) },
+    app.post(
+      '/api/v1/sdk/config-bundle/generate',
+      {
+        preHandler: auth.customer('admin'),
+        schema: {
+          tags,
+          summary: 'Force a new bundle version from the published content (admin+)',
+          response: { 201: Type.Object({ data: Bundle }), ...errors(401, 403) },
+        },
       },
-    }, async (req, reply) => {
-      const c = customerOf(req);
-      return sendBundle(req, reply, await bundles.rollback(scopeOf(c), req.body.bundle_version, c.userId), 201);
-    });
+      async (req, reply) => {
+        const c = customerOf(req);
+        return sendBundle(req, reply, await bundles.regenerate(scopeOf(c), 'generate', c.userId), 201);
+      },
+    );
 
-    app.get('/api/v1/sdk/config-bundle/settings', {
-      preHandler: auth.customer('viewer'),
-      schema: {
-        tags,
-        summary: "The app's sdk_min_version floor and the current bundle's effective value (viewer+)",
-        response: { 200: Type.Object({ data: Type.Object({ sdk_min_version: Floor, effective_sdk_min_version: Type.String() }) }), ...errors(401, 403) },
+    app.get(
+      '/api/v1/sdk/config-bundle/history',
+      {
+        preHandler: auth.customer('viewer'),
+        schema: {
+          tags,
+          summary: 'Every generated version, newest first (viewer+)',
+          querystring: PageQuery,
+          response: { 200: Type.Object({ data: Type.Array(HistoryRow), meta: PageMeta }), ...errors(400, 401, 403) },
+        },
       },
-    }, async (req) => ({ data: await bundles.settings(scopeOf(customerOf(req))) }));
+      async (req) => {
+        const limit = req.query.limit ?? 20;
+        const offset = req.query.offset ?? 0;
+        const { data, total } = await bundles.history(scopeOf(customerOf(req)), limit, offset);
+        return page(data, total, limit, offset);
+      },
+    );
 
-    app.put('/api/v1/sdk/config-bundle/settings', {
-      preHandler: auth.customer('admin'),
-      schema: {
-        tags,
-        summary: 'Set the app floor for sdk_min_version (x.y.z or null); a change makes a new bundle version (admin+)',
-        body: Type.Object({ sdk_min_version: Floor }),
-        response: { 200: Type.Object({ data: Type.Object({ sdk_min_version: Floor, bundle_version: Type.Optional(Type.Integer()) }) }), ...errors(400, 401, 403) },
+    app.get(
+      '/api/v1/sdk/config-bundle/history/:version',
+      {
+        preHandler: auth.customer('viewer'),
+        schema: {
+          tags,
+          summary: 'One earlier version with its full content, for audit (viewer+)',
+          params: Type.Object({ version: Version }),
+          response: { 200: Type.Object({ data: Bundle }), ...errors(400, 401, 403, 404) },
+        },
       },
-    }, async (req) => {
-      const c = customerOf(req);
-      return { data: await bundles.setFloor(scopeOf(c), req.body.sdk_min_version, c.userId) };
-    });
+      async (req, reply) =>
+        (reply as unknown as FastifyReply)
+          .type('application/json; charset=utf-8')
+          .send(await bundles.version(scopeOf(customerOf(req)), req.params.version)),
+    );
+
+    app.post(
+      '/api/v1/sdk/config-bundle/rollback',
+      {
+        preHandler: auth.customer('admin'),
+        schema: {
+          tags,
+          summary: "Make a new, higher version whose content is an earlier version's (admin+)",
+          body: Type.Object({ bundle_version: Version }),
+          response: { 201: Type.Object({ data: Bundle }), ...errors(400, 401, 403, 404) },
+        },
+      },
+      async (req, reply) => {
+        const c = customerOf(req);
+        return sendBundle(req, reply, await bundles.rollback(scopeOf(c), req.body.bundle_version, c.userId), 201);
+      },
+    );
+
+    app.get(
+      '/api/v1/sdk/config-bundle/settings',
+      {
+        preHandler: auth.customer('viewer'),
+        schema: {
+          tags,
+          summary: "The app's sdk_min_version floor and the current bundle's effective value (viewer+)",
+          response: {
+            200: Type.Object({
+              data: Type.Object({ sdk_min_version: Floor, effective_sdk_min_version: Type.String() }),
+            }),
+            ...errors(401, 403),
+          },
+        },
+      },
+      async (req) => ({ data: await bundles.settings(scopeOf(customerOf(req))) }),
+    );
+
+    app.put(
+      '/api/v1/sdk/config-bundle/settings',
+      {
+        preHandler: auth.customer('admin'),
+        schema: {
+          tags,
+          summary:
+            'Set the app floor for sdk_min_version (x.y.z or null); a change makes a new bundle version (admin+)',
+          body: Type.Object({ sdk_min_version: Floor }),
+          response: {
+            200: Type.Object({
+              data: Type.Object({ sdk_min_version: Floor, bundle_version: Type.Optional(Type.Integer()) }),
+            }),
+            ...errors(400, 401, 403),
+          },
+        },
+      },
+      async (req) => {
+        const c = customerOf(req);
+        return { data: await bundles.setFloor(scopeOf(c), req.body.sdk_min_version, c.userId) };
+      },
+    );
   };

@@ -27,7 +27,12 @@ const hash = (b: Buffer | string) => createHash('sha256').update(b).digest('base
 
 /** Public shape of a bundle's metadata (no content). */
 export function metaView(m: BundleMeta) {
-  return { bundle_version: m.bundle_version, sdk_min_version: m.sdk_min_version, size_bytes: m.size_bytes, generated_at: m.generated_at.toISOString() };
+  return {
+    bundle_version: m.bundle_version,
+    sdk_min_version: m.sdk_min_version,
+    size_bytes: m.size_bytes,
+    generated_at: m.generated_at.toISOString(),
+  };
 }
 
 /** `{ data: bundle }` built by concatenation: the stored content text is served byte for byte. */
@@ -38,7 +43,13 @@ export function bundleBytes(b: StoredBundle): Buffer {
 
 export function toServed(b: StoredBundle): Served {
   const body = bundleBytes(b);
-  const versionBody = JSON.stringify({ data: { bundle_version: b.bundle_version, sdk_min_version: b.sdk_min_version, generated_at: b.generated_at.toISOString() } });
+  const versionBody = JSON.stringify({
+    data: {
+      bundle_version: b.bundle_version,
+      sdk_min_version: b.sdk_min_version,
+      generated_at: b.generated_at.toISOString(),
+    },
+  });
   return {
     version: b.bundle_version,
     generatedAt: b.generated_at.toISOString(),
@@ -75,7 +86,12 @@ export function variant(s: Served, enc: 'br' | 'gzip'): Promise<Buffer> {
   if (!p) {
     p =
       enc === 'br'
-        ? brotli(s.body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: s.body.length } })
+        ? brotli(s.body, {
+            params: {
+              [zlib.constants.BROTLI_PARAM_QUALITY]: 9,
+              [zlib.constants.BROTLI_PARAM_SIZE_HINT]: s.body.length,
+            },
+          })
         : gzip(s.body, { level: 9 });
     // A failed compression is retried by the next request rather than cached.
     p.catch(() => delete s.compressed[enc]);
@@ -85,7 +101,8 @@ export function variant(s: Served, enc: 'br' | 'gzip'): Promise<Buffer> {
 }
 
 /** Encoded variants carry their own strong tag (RFC 9110: a different representation). */
-export const taggedFor = (etag: string, enc: Encoding) => (enc === 'identity' ? etag : `${etag.slice(0, -1)}-${enc === 'br' ? 'br' : 'gz'}"`);
+export const taggedFor = (etag: string, enc: Encoding) =>
+  enc === 'identity' ? etag : `${etag.slice(0, -1)}-${enc === 'br' ? 'br' : 'gz'}"`;
 
 /** If-None-Match uses the weak comparison; a tag of any encoding of this version matches. */
 export function matches(ifNoneMatch: string | undefined, etag: string): boolean {

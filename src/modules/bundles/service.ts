@@ -14,7 +14,10 @@ export interface BundleDeps {
   store: BundleStore;
   activity: ActivityStore;
   /** The published content, read inside the generating transaction. */
-  source: { published(scope: Scope, tx: Tx): Promise<PublishedContent>; flowReferences(scope: Scope, setId: string): Promise<boolean> };
+  source: {
+    published(scope: Scope, tx: Tx): Promise<PublishedContent>;
+    flowReferences(scope: Scope, setId: string): Promise<boolean>;
+  };
   /** First pages of option sets referenced by published flows; a missing set is simply absent. */
   optionSetPages?: (scope: Scope, setIds: string[]) => Promise<Record<string, OptionSetPage>>;
   onError?: (err: unknown, where: string) => void;
@@ -49,10 +52,25 @@ const historyView = (m: BundleMeta, current: number | null) => ({
   current: m.bundle_version === current,
 });
 
-export function createBundleService({ db, store, activity, source, optionSetPages, onError = () => undefined, cache: cacheOpts = {}, maxConcurrentGenerations = 4, recordChange }: BundleDeps) {
+export function createBundleService({
+  db,
+  store,
+  activity,
+  source,
+  optionSetPages,
+  onError = () => undefined,
+  cache: cacheOpts = {},
+  maxConcurrentGenerations = 4,
+  recordChange,
+}: BundleDeps) {
   const cache = createBundleCache(
     db,
-    { pollTtlMs: cacheOpts.pollTtlMs ?? 1000, safetyTtlMs: cacheOpts.safetyTtlMs ?? 30_000, maxEntries: cacheOpts.maxEntries ?? 10_000, maxBytes: cacheOpts.maxBytes ?? 256 * 1024 * 1024 },
+    {
+      pollTtlMs: cacheOpts.pollTtlMs ?? 1000,
+      safetyTtlMs: cacheOpts.safetyTtlMs ?? 30_000,
+      maxEntries: cacheOpts.maxEntries ?? 10_000,
+      maxBytes: cacheOpts.maxBytes ?? 256 * 1024 * 1024,
+    },
     (err) => onError(err, 'bundle cache listener'),
   );
   // Bounded so that generations waiting on an app's lock can never take every pool connection
@@ -109,7 +127,11 @@ export function createBundleService({ db, store, activity, source, optionSetPage
     );
     await store.notify(scope, head.version, tx);
     // Last: it takes the global change-sequence lock, held until commit.
-    await recordChange?.(scope, { kind: from ? 'bundle_rolled_back' : 'bundle_generated', bundleVersion: head.version }, tx);
+    await recordChange?.(
+      scope,
+      { kind: from ? 'bundle_rolled_back' : 'bundle_generated', bundleVersion: head.version },
+      tx,
+    );
     return bundle;
   }
 
@@ -121,7 +143,11 @@ export function createBundleService({ db, store, activity, source, optionSetPage
    * Runs a content change and, when it asks for one, the new bundle in the same transaction:
    * the change and its version commit together, before the request answers.
    */
-  async function change<T>(scope: Scope, actor: string | null, fn: (tx: Tx) => Promise<{ result: T; reason: string | null }>) {
+  async function change<T>(
+    scope: Scope,
+    actor: string | null,
+    fn: (tx: Tx) => Promise<{ result: T; reason: string | null }>,
+  ) {
     return exclusive(async () => {
       const out = await withTx(db, async (tx) => {
         const r = await fn(tx);
@@ -134,7 +160,9 @@ export function createBundleService({ db, store, activity, source, optionSetPage
   }
 
   async function regenerate(scope: Scope, reason: string, actorUserId: string | null = null): Promise<Served> {
-    return exclusive(async () => remember(scope, await withTx(db, (tx) => generateInTx(tx, scope, reason, actorUserId))));
+    return exclusive(async () =>
+      remember(scope, await withTx(db, (tx) => generateInTx(tx, scope, reason, actorUserId))),
+    );
   }
 
   /** Before any bundle exists, the first read creates version 1 from what is published (usually nothing). */
@@ -142,7 +170,9 @@ export function createBundleService({ db, store, activity, source, optionSetPage
     return exclusive(() =>
       withTx(db, async (tx) => {
         // An app deleted while its key is still cached: its head row cannot be created.
-        const head = await store.initHead(scope, tx).catch((err: { code?: string }) => Promise.reject(err.code === '23503' ? notFound('App') : err));
+        const head = await store
+          .initHead(scope, tx)
+          .catch((err: { code?: string }) => Promise.reject(err.code === '23503' ? notFound('App') : err));
         if (head) return generateInTx(tx, scope, 'initial', null, undefined, head);
         const cur = await store.current(scope, tx);
         if (!cur) throw notFound('Config bundle');
@@ -190,7 +220,8 @@ export function createBundleService({ db, store, activity, source, optionSetPage
     toServed,
 
     async regenerateIfReferenced(scope: Scope, setId: string): Promise<void> {
-      if (await source.flowReferences(scope, setId)) await regenerate(scope, `option_set.synced:${setId}`.slice(0, 200));
+      if (await source.flowReferences(scope, setId))
+        await regenerate(scope, `option_set.synced:${setId}`.slice(0, 200));
     },
 
     async rollback(scope: Scope, version: number, actorUserId: string): Promise<Served> {
@@ -205,7 +236,10 @@ export function createBundleService({ db, store, activity, source, optionSetPage
     },
 
     async history(scope: Scope, limit: number, offset: number) {
-      const [{ rows, total }, head] = await Promise.all([store.history(scope, limit, offset), store.headVersion(scope)]);
+      const [{ rows, total }, head] = await Promise.all([
+        store.history(scope, limit, offset),
+        store.headVersion(scope),
+      ]);
       return { data: rows.map((r) => historyView(r, head)), total };
     },
 
@@ -216,14 +250,26 @@ export function createBundleService({ db, store, activity, source, optionSetPage
     },
 
     async settings(scope: Scope) {
-      return { sdk_min_version: await store.getFloor(scope), effective_sdk_min_version: (await current(scope)).sdkMinVersion };
+      return {
+        sdk_min_version: await store.getFloor(scope),
+        effective_sdk_min_version: (await current(scope)).sdkMinVersion,
+      };
     },
 
     async setFloor(scope: Scope, floor: string | null, actorUserId: string) {
       const r = await change(scope, actorUserId, async (tx) => {
         const changed = await store.setFloor(scope, floor, tx);
         if (changed) {
-          await activity.record(scope, { entityType: 'config_bundle', action: 'settings_updated', description: `Bundle sdk_min_version floor set to ${floor ?? 'none'}`, actorUserId }, tx);
+          await activity.record(
+            scope,
+            {
+              entityType: 'config_bundle',
+              action: 'settings_updated',
+              description: `Bundle sdk_min_version floor set to ${floor ?? 'none'}`,
+              actorUserId,
+            },
+            tx,
+          );
         }
         return { result: changed, reason: changed ? 'settings.sdk_min_version' : null };
       });

@@ -58,7 +58,10 @@ export function createBundleStore(db: Queryable) {
     },
 
     async getFloor(scope: Scope): Promise<string | null> {
-      const r = await db.query(`SELECT sdk_min_version FROM bundle_heads WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
+      const r = await db.query(`SELECT sdk_min_version FROM bundle_heads WHERE tenant_id = $1 AND app_id = $2`, [
+        scope.tenantId,
+        scope.appId,
+      ]);
       return r.rows[0]?.sdk_min_version ?? null;
     },
 
@@ -66,13 +69,27 @@ export function createBundleStore(db: Queryable) {
       await tx.query(
         `INSERT INTO bundles (tenant_id, app_id, bundle_version, sdk_min_version, size_bytes, content, reason, rolled_back_from, actor_user_id, generated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [scope.tenantId, scope.appId, b.bundle_version, b.sdk_min_version, b.size_bytes, b.content, b.reason, b.rolled_back_from, b.actor_user_id, b.generated_at],
+        [
+          scope.tenantId,
+          scope.appId,
+          b.bundle_version,
+          b.sdk_min_version,
+          b.size_bytes,
+          b.content,
+          b.reason,
+          b.rolled_back_from,
+          b.actor_user_id,
+          b.generated_at,
+        ],
       );
     },
 
     /** The cheap check behind cache revalidation: one primary-key read. */
     async headVersion(scope: Scope): Promise<number | null> {
-      const r = await db.query(`SELECT last_version FROM bundle_heads WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
+      const r = await db.query(`SELECT last_version FROM bundle_heads WHERE tenant_id = $1 AND app_id = $2`, [
+        scope.tenantId,
+        scope.appId,
+      ]);
       return r.rows[0]?.last_version ?? null;
     },
 
@@ -87,18 +104,23 @@ export function createBundleStore(db: Queryable) {
     },
 
     async version(scope: Scope, version: number, tx?: Queryable): Promise<StoredBundle | null> {
-      const r = await q(tx).query(`SELECT ${META}, content::text AS content FROM bundles WHERE tenant_id = $1 AND app_id = $2 AND bundle_version = $3`, [
-        scope.tenantId,
-        scope.appId,
-        version,
-      ]);
+      const r = await q(tx).query(
+        `SELECT ${META}, content::text AS content FROM bundles WHERE tenant_id = $1 AND app_id = $2 AND bundle_version = $3`,
+        [scope.tenantId, scope.appId, version],
+      );
       return r.rows[0] ?? null;
     },
 
     async history(scope: Scope, limit: number, offset: number): Promise<{ rows: BundleMeta[]; total: number }> {
       const [rows, total] = await Promise.all([
-        db.query(`SELECT ${META} FROM bundles WHERE tenant_id = $1 AND app_id = $2 ORDER BY bundle_version DESC LIMIT $3 OFFSET $4`, [scope.tenantId, scope.appId, limit, offset]),
-        db.query(`SELECT count(*)::int AS n FROM bundles WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]),
+        db.query(
+          `SELECT ${META} FROM bundles WHERE tenant_id = $1 AND app_id = $2 ORDER BY bundle_version DESC LIMIT $3 OFFSET $4`,
+          [scope.tenantId, scope.appId, limit, offset],
+        ),
+        db.query(`SELECT count(*)::int AS n FROM bundles WHERE tenant_id = $1 AND app_id = $2`, [
+          scope.tenantId,
+          scope.appId,
+        ]),
       ]);
       return { rows: rows.rows, total: total.rows[0].n };
     },

@@ -7,7 +7,11 @@
 export function createBatcher<T>() {
   const slots = new Map<string, { running: Promise<T> | null; queued: Promise<T> | null }>();
 
-  function start(key: string, slot: { running: Promise<T> | null; queued: Promise<T> | null }, read: () => Promise<T>): Promise<T> {
+  function start(
+    key: string,
+    slot: { running: Promise<T> | null; queued: Promise<T> | null },
+    read: () => Promise<T>,
+  ): Promise<T> {
     const p: Promise<T> = read().finally(() => {
       if (slot.running === p) slot.running = null;
       if (!slot.running && !slot.queued) slots.delete(key);

@@ -19,25 +19,35 @@ const EventStream = {
 export const configStreamRoutes =
   ({ auth, streams }: { auth: Auth; streams: ConfigStreamService }): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get(STREAM_PATH, {
-      preHandler: auth.sdkKey,
-      schema: {
-        tags: ['sdk'],
-        summary: "Server-sent events: the app's config versions now and on every change (resumable on any instance)",
-        headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'The id of the last event received' })) }),
-        querystring: Type.Object({
-          last_event_id: Type.Optional(Type.String({ maxLength: 64, description: 'Same as Last-Event-ID, for clients that cannot set it' })),
-        }),
-        response: { 200: EventStream, ...errors(401, 429, 503) },
+    app.get(
+      STREAM_PATH,
+      {
+        preHandler: auth.sdkKey,
+        schema: {
+          tags: ['sdk'],
+          summary: "Server-sent events: the app's config versions now and on every change (resumable on any instance)",
+          headers: Type.Object({
+            'last-event-id': Type.Optional(
+              Type.String({ maxLength: 64, description: 'The id of the last event received' }),
+            ),
+          }),
+          querystring: Type.Object({
+            last_event_id: Type.Optional(
+              Type.String({ maxLength: 64, description: 'Same as Last-Event-ID, for clients that cannot set it' }),
+            ),
+          }),
+          response: { 200: EventStream, ...errors(401, 429, 503) },
+        },
       },
-    }, async (req, reply) => {
-      // An id this service did not issue is treated as none: the client gets a fresh snapshot.
-      const given = req.headers['last-event-id'] ?? req.query.last_event_id;
-      const lastEventId = given !== undefined && SEQ.test(given) ? Number(given) : undefined;
-      const stream = await streams.open(keyOf(req), lastEventId);
-      reply.hijack();
-      stream.attach(reply.raw, reply.getHeaders());
-    });
+      async (req, reply) => {
+        // An id this service did not issue is treated as none: the client gets a fresh snapshot.
+        const given = req.headers['last-event-id'] ?? req.query.last_event_id;
+        const lastEventId = given !== undefined && SEQ.test(given) ? Number(given) : undefined;
+        const stream = await streams.open(keyOf(req), lastEventId);
+        reply.hijack();
+        stream.attach(reply.raw, reply.getHeaders());
+      },
+    );
 
     // Before the server waits for open requests: streams never finish on their own.
     app.addHook('preClose', async () => streams.close());

@@ -112,7 +112,8 @@ export function createConfigStreamService({
     // since may already be past it (its own first read), and its id must not go back.
     const seq = listener.lastSeq;
     const bytes = chunk(heartbeat(seq));
-    for (const set of byApp.values()) for (const s of set) if (s.socket && !s.pending) write(s, s.lastSeq > seq ? chunk(heartbeat(s.lastSeq)) : bytes);
+    for (const set of byApp.values())
+      for (const s of set) if (s.socket && !s.pending) write(s, s.lastSeq > seq ? chunk(heartbeat(s.lastSeq)) : bytes);
   }
 
   // Reads shared by concurrent opens (see batch.ts): the global head, an app's snapshot, an app's changes after an id.
@@ -133,7 +134,9 @@ export function createConfigStreamService({
     if (lastEventId !== undefined) {
       const head = await readHead();
       if (lastEventId >= head.prunedThrough && lastEventId <= head.lastSeq) {
-        const rows = await backlogs(`${key.tenantId}:${key.appId}:${lastEventId}`, () => store.since(key, lastEventId, BACKLOG_MAX + 1));
+        const rows = await backlogs(`${key.tenantId}:${key.appId}:${lastEventId}`, () =>
+          store.since(key, lastEventId, BACKLOG_MAX + 1),
+        );
         if (rows.length <= BACKLOG_MAX) {
           s.lastSeq = Math.max(head.lastSeq, rows.at(-1)?.seq ?? 0);
           const mine = rows.filter((r) => r.environment === null || r.environment === s.environment);
@@ -153,15 +156,38 @@ export function createConfigStreamService({
      * Admits a stream (caps, shutdown) and prepares its first messages; nothing is written yet,
      * so a refusal or a database failure still answers problem+json.
      */
-    async open(key: KeyContext, lastEventId: number | undefined): Promise<{ attach(res: ServerResponse, headers: Record<string, unknown>): void }> {
-      if (closing) throw new AppError('service_unavailable', 'This instance is shutting down; reconnect', undefined, retryAfter());
+    async open(
+      key: KeyContext,
+      lastEventId: number | undefined,
+    ): Promise<{ attach(res: ServerResponse, headers: Record<string, unknown>): void }> {
+      if (closing)
+        throw new AppError('service_unavailable', 'This instance is shutting down; reconnect', undefined, retryAfter());
       if (total >= settings.maxPerInstance) {
-        throw new AppError('service_unavailable', `This instance holds its maximum of ${settings.maxPerInstance} streams`, undefined, retryAfter());
+        throw new AppError(
+          'service_unavailable',
+          `This instance holds its maximum of ${settings.maxPerInstance} streams`,
+          undefined,
+          retryAfter(),
+        );
       }
       if ((perKey.get(key.keyId) ?? 0) >= settings.maxPerKey) {
-        throw new AppError('rate_limited', `This key holds its maximum of ${settings.maxPerKey} streams on this instance`, undefined, retryAfter());
+        throw new AppError(
+          'rate_limited',
+          `This key holds its maximum of ${settings.maxPerKey} streams on this instance`,
+          undefined,
+          retryAfter(),
+        );
       }
-      const s: Stream = { tenantId: key.tenantId, appId: key.appId, keyId: key.keyId, environment: key.environment, lastSeq: 0, socket: null, pending: [], first: '' };
+      const s: Stream = {
+        tenantId: key.tenantId,
+        appId: key.appId,
+        keyId: key.keyId,
+        environment: key.environment,
+        lastSeq: 0,
+        socket: null,
+        pending: [],
+        first: '',
+      };
       // Counted and registered before any read: changes committing meanwhile wait in `pending`.
       total++;
       perKey.set(s.keyId, (perKey.get(s.keyId) ?? 0) + 1);
@@ -174,7 +200,12 @@ export function createConfigStreamService({
       } catch (err) {
         release(s);
         onError(err, 'config-stream open');
-        throw new AppError('service_unavailable', 'The config stream is unavailable; retry later or poll', undefined, retryAfter());
+        throw new AppError(
+          'service_unavailable',
+          'The config stream is unavailable; retry later or poll',
+          undefined,
+          retryAfter(),
+        );
       }
       return {
         attach(res, headers) {
@@ -212,7 +243,10 @@ export function createConfigStreamService({
           release(s);
           const socket = s.socket;
           // The last chunk ends the response; then the socket goes (a kept-alive idle connection would hold the server's close).
-          if (socket && !socket.destroyed) socket.end(Buffer.concat([chunk(reconnectMessage('shutdown', jitteredMs())), LAST_CHUNK]), () => socket.destroy());
+          if (socket && !socket.destroyed)
+            socket.end(Buffer.concat([chunk(reconnectMessage('shutdown', jitteredMs())), LAST_CHUNK]), () =>
+              socket.destroy(),
+            );
         }
       }
       await listener.stop();

@@ -9,7 +9,8 @@ export const heartbeat = (seq: number): string => `: heartbeat\nid: ${seq}\n\n`;
 
 export const retryHint = (ms: number): string => `retry: ${ms}\n\n`;
 
-export const snapshotMessage = (event: 'snapshot' | 'resync', seq: number, s: Snapshot): string => sseMessage(event, s, seq);
+export const snapshotMessage = (event: 'snapshot' | 'resync', seq: number, s: Snapshot): string =>
+  sseMessage(event, s, seq);
 
 /** A change is an invalidation: versions only, the client fetches with If-None-Match. */
 export function changeMessage(r: ChangeRow): string {

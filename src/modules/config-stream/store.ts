@@ -66,7 +66,10 @@ export function createConfigChangeStore(db: Queryable) {
 
     /** Every app's changes after `afterSeq` (the instance's listener fans them out). */
     async after(afterSeq: number, limit: number): Promise<ChangeRow[]> {
-      const r = await db.query<ChangeRow>(`SELECT ${COLS} FROM config_changes WHERE seq > $1 ORDER BY seq LIMIT $2`, [afterSeq, limit]);
+      const r = await db.query<ChangeRow>(`SELECT ${COLS} FROM config_changes WHERE seq > $1 ORDER BY seq LIMIT $2`, [
+        afterSeq,
+        limit,
+      ]);
       return r.rows;
     },
 

@@ -22,7 +22,10 @@ export const consoleRoutes =
 
     const index = (reply: FastifyReply) => {
       if (!existsSync(path.join(root, 'index.html'))) {
-        throw new AppError('service_unavailable', 'The console is not built: run `npm run build -w console` (npm start does it)');
+        throw new AppError(
+          'service_unavailable',
+          'The console is not built: run `npm run build -w console` (npm start does it)',
+        );
       }
       // Always revalidated: it names the current hashed assets.
       return reply.header('cache-control', 'no-cache').sendFile('index.html', { cacheControl: false });

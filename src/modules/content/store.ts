@@ -60,7 +60,10 @@ export function createContentStore(db: Queryable) {
   const q = (tx?: Queryable) => tx ?? db;
   return {
     async countItems(scope: Scope, kind: ContentKind, tx?: Tx): Promise<number> {
-      const r = await q(tx).query(`SELECT count(*)::int AS n FROM content_items WHERE tenant_id = $1 AND app_id = $2 AND kind = $3`, [scope.tenantId, scope.appId, kind]);
+      const r = await q(tx).query(
+        `SELECT count(*)::int AS n FROM content_items WHERE tenant_id = $1 AND app_id = $2 AND kind = $3`,
+        [scope.tenantId, scope.appId, kind],
+      );
       return r.rows[0].n;
     },
 
@@ -81,26 +84,57 @@ export function createContentStore(db: Queryable) {
       return r.rows[0] ?? null;
     },
 
-    async listItems(scope: Scope, kind: ContentKind, opts: { status?: ItemStatus; limit: number; offset: number }): Promise<{ rows: ItemRow[]; total: number }> {
+    async listItems(
+      scope: Scope,
+      kind: ContentKind,
+      opts: { status?: ItemStatus; limit: number; offset: number },
+    ): Promise<{ rows: ItemRow[]; total: number }> {
       const args = [scope.tenantId, scope.appId, kind, opts.status ?? null];
       const where = `tenant_id = $1 AND app_id = $2 AND kind = $3 AND ($4::text IS NULL OR status = $4)`;
       const [rows, total] = await Promise.all([
-        db.query(`SELECT ${ITEM_COLS} FROM content_items WHERE ${where} ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, [...args, opts.limit, opts.offset]),
+        db.query(
+          `SELECT ${ITEM_COLS} FROM content_items WHERE ${where} ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`,
+          [...args, opts.limit, opts.offset],
+        ),
         db.query(`SELECT count(*)::int AS n FROM content_items WHERE ${where}`, args),
       ]);
       return { rows: rows.rows, total: total.rows[0].n };
     },
 
-    async updateItem(scope: Scope, kind: ContentKind, id: string, w: ItemWrite, actor: string, tx: Tx): Promise<ItemRow> {
+    async updateItem(
+      scope: Scope,
+      kind: ContentKind,
+      id: string,
+      w: ItemWrite,
+      actor: string,
+      tx: Tx,
+    ): Promise<ItemRow> {
       const r = await tx.query(
         `UPDATE content_items SET name = $5, body = $6, sdk_min_version = $7, option_set_ids = $8, updated_by = $9, updated_at = now()
          WHERE tenant_id = $1 AND app_id = $2 AND kind = $3 AND id = $4 RETURNING ${ITEM_COLS}`,
-        [scope.tenantId, scope.appId, kind, id, w.name, JSON.stringify(w.body), w.sdk_min_version, w.option_set_ids, actor],
+        [
+          scope.tenantId,
+          scope.appId,
+          kind,
+          id,
+          w.name,
+          JSON.stringify(w.body),
+          w.sdk_min_version,
+          w.option_set_ids,
+          actor,
+        ],
       );
       return r.rows[0];
     },
 
-    async setStatus(scope: Scope, kind: ContentKind, id: string, status: ItemStatus, actor: string, tx: Tx): Promise<ItemRow> {
+    async setStatus(
+      scope: Scope,
+      kind: ContentKind,
+      id: string,
+      status: ItemStatus,
+      actor: string,
+      tx: Tx,
+    ): Promise<ItemRow> {
       const published = status === 'published';
       const r = await tx.query(
         `UPDATE content_items SET status = $5,
@@ -114,16 +148,29 @@ export function createContentStore(db: Queryable) {
     },
 
     async deleteItem(scope: Scope, kind: ContentKind, id: string, tx: Tx): Promise<void> {
-      await tx.query(`DELETE FROM content_items WHERE tenant_id = $1 AND app_id = $2 AND kind = $3 AND id = $4`, [scope.tenantId, scope.appId, kind, id]);
+      await tx.query(`DELETE FROM content_items WHERE tenant_id = $1 AND app_id = $2 AND kind = $3 AND id = $4`, [
+        scope.tenantId,
+        scope.appId,
+        kind,
+        id,
+      ]);
     },
 
     async getRemoteConfig(scope: Scope, tx?: Queryable): Promise<RemoteConfigRow> {
-      const r = await q(tx).query(`SELECT "values", updated_by, updated_at FROM remote_config WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
+      const r = await q(tx).query(
+        `SELECT "values", updated_by, updated_at FROM remote_config WHERE tenant_id = $1 AND app_id = $2`,
+        [scope.tenantId, scope.appId],
+      );
       return r.rows[0] ?? { values: {}, updated_by: null, updated_at: null };
     },
 
     /** Replaces the values; null when they were already equal (no change, no new bundle). */
-    async putRemoteConfig(scope: Scope, values: Record<string, unknown>, actor: string, tx: Tx): Promise<RemoteConfigRow | null> {
+    async putRemoteConfig(
+      scope: Scope,
+      values: Record<string, unknown>,
+      actor: string,
+      tx: Tx,
+    ): Promise<RemoteConfigRow | null> {
       const r = await tx.query(
         `INSERT INTO remote_config (tenant_id, app_id, "values", updated_by) VALUES ($1, $2, $3, $4)
          ON CONFLICT (app_id) DO UPDATE SET "values" = EXCLUDED."values", updated_by = EXCLUDED.updated_by, updated_at = now()
@@ -134,21 +181,36 @@ export function createContentStore(db: Queryable) {
       return r.rows[0] ?? null;
     },
 
-    async listFlags(scope: Scope, opts: { limit: number; offset: number }): Promise<{ rows: FlagRow[]; total: number }> {
+    async listFlags(
+      scope: Scope,
+      opts: { limit: number; offset: number },
+    ): Promise<{ rows: FlagRow[]; total: number }> {
       const [rows, total] = await Promise.all([
-        db.query(`SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 ORDER BY key LIMIT $3 OFFSET $4`, [scope.tenantId, scope.appId, opts.limit, opts.offset]),
-        db.query(`SELECT count(*)::int AS n FROM feature_flags WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]),
+        db.query(
+          `SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 ORDER BY key LIMIT $3 OFFSET $4`,
+          [scope.tenantId, scope.appId, opts.limit, opts.offset],
+        ),
+        db.query(`SELECT count(*)::int AS n FROM feature_flags WHERE tenant_id = $1 AND app_id = $2`, [
+          scope.tenantId,
+          scope.appId,
+        ]),
       ]);
       return { rows: rows.rows, total: total.rows[0].n };
     },
 
     async getFlag(scope: Scope, key: string, tx?: Queryable): Promise<FlagRow | null> {
-      const r = await q(tx).query(`SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 AND key = $3`, [scope.tenantId, scope.appId, key]);
+      const r = await q(tx).query(
+        `SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 AND key = $3`,
+        [scope.tenantId, scope.appId, key],
+      );
       return r.rows[0] ?? null;
     },
 
     async countFlags(scope: Scope, tx: Tx): Promise<number> {
-      const r = await tx.query(`SELECT count(*)::int AS n FROM feature_flags WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
+      const r = await tx.query(`SELECT count(*)::int AS n FROM feature_flags WHERE tenant_id = $1 AND app_id = $2`, [
+        scope.tenantId,
+        scope.appId,
+      ]);
       return r.rows[0].n;
     },
 
@@ -156,11 +218,20 @@ export function createContentStore(db: Queryable) {
     async putFlag(
       scope: Scope,
       key: string,
-      f: { enabled: boolean; rules: unknown[]; rollout_pct: number; description: string | null; sdk_min_version: string | null },
+      f: {
+        enabled: boolean;
+        rules: unknown[];
+        rollout_pct: number;
+        description: string | null;
+        sdk_min_version: string | null;
+      },
       actor: string,
       tx: Tx,
     ): Promise<{ row: FlagRow; created: boolean; changed: boolean }> {
-      const before = await tx.query(`SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 AND key = $3 FOR UPDATE`, [scope.tenantId, scope.appId, key]);
+      const before = await tx.query(
+        `SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 AND key = $3 FOR UPDATE`,
+        [scope.tenantId, scope.appId, key],
+      );
       const old: FlagRow | undefined = before.rows[0];
       if (
         old &&
@@ -178,13 +249,27 @@ export function createContentStore(db: Queryable) {
          ON CONFLICT (app_id, key) DO UPDATE SET enabled = EXCLUDED.enabled, rules = EXCLUDED.rules, rollout_pct = EXCLUDED.rollout_pct,
            description = EXCLUDED.description, sdk_min_version = EXCLUDED.sdk_min_version, updated_by = EXCLUDED.updated_by, updated_at = now()
          RETURNING ${FLAG_COLS}`,
-        [scope.tenantId, scope.appId, key, f.enabled, JSON.stringify(f.rules), f.rollout_pct, f.description, f.sdk_min_version, actor],
+        [
+          scope.tenantId,
+          scope.appId,
+          key,
+          f.enabled,
+          JSON.stringify(f.rules),
+          f.rollout_pct,
+          f.description,
+          f.sdk_min_version,
+          actor,
+        ],
       );
       return { row: r.rows[0], created: !old, changed: true };
     },
 
     async deleteFlag(scope: Scope, key: string, tx: Tx): Promise<boolean> {
-      const r = await tx.query(`DELETE FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 AND key = $3`, [scope.tenantId, scope.appId, key]);
+      const r = await tx.query(`DELETE FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 AND key = $3`, [
+        scope.tenantId,
+        scope.appId,
+        key,
+      ]);
       return (r.rowCount ?? 0) > 0;
     },
 
@@ -195,7 +280,10 @@ export function createContentStore(db: Queryable) {
         [scope.tenantId, scope.appId],
       );
       const rc = await this.getRemoteConfig(scope, tx);
-      const flags = await tx.query(`SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 ORDER BY key`, [scope.tenantId, scope.appId]);
+      const flags = await tx.query(
+        `SELECT ${FLAG_COLS} FROM feature_flags WHERE tenant_id = $1 AND app_id = $2 ORDER BY key`,
+        [scope.tenantId, scope.appId],
+      );
       return { items: items.rows, remoteConfig: rc.values, flags: flags.rows };
     },
 

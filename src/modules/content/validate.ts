@@ -22,9 +22,11 @@ export function checkFreeForm(parts: Record<string, unknown>): void {
     size += Buffer.byteLength(JSON.stringify(value));
   }
   if (size > MAX_ITEM_JSON_BYTES) {
-    throw new AppError('payload_too_large', `The item's free-form JSON is ${size} bytes; at most ${MAX_ITEM_JSON_BYTES} are allowed per item`, [
-      { path: '/body', message: `free-form JSON over ${MAX_ITEM_JSON_BYTES} bytes` },
-    ]);
+    throw new AppError(
+      'payload_too_large',
+      `The item's free-form JSON is ${size} bytes; at most ${MAX_ITEM_JSON_BYTES} are allowed per item`,
+      [{ path: '/body', message: `free-form JSON over ${MAX_ITEM_JSON_BYTES} bytes` }],
+    );
   }
 }
 

@@ -16,7 +16,13 @@ export interface Conversion {
  * the day has none). Rates are held in memory and reloaded when changed through this service;
  * other instances pick changes up within refreshMs.
  */
-export function createExchangeRateService({ store, refreshMs = 60_000 }: { store: ExchangeRateStore; refreshMs?: number }) {
+export function createExchangeRateService({
+  store,
+  refreshMs = 60_000,
+}: {
+  store: ExchangeRateStore;
+  refreshMs?: number;
+}) {
   let byCurrency = new Map<string, RateRow[]>();
   let loadedAt = 0;
 
@@ -53,7 +59,9 @@ export function createExchangeRateService({ store, refreshMs = 60_000 }: { store
   return {
     /** Seeds the shipped table without overwriting rates an operator has loaded. */
     async init() {
-      const shipped = JSON.parse(readFileSync(SHIPPED, 'utf8')) as { usd_per_unit: Record<string, Record<string, number>> };
+      const shipped = JSON.parse(readFileSync(SHIPPED, 'utf8')) as {
+        usd_per_unit: Record<string, Record<string, number>>;
+      };
       const rows = Object.entries(shipped.usd_per_unit).flatMap(([currency, days]) =>
         Object.entries(days).map(([day, usd_per_unit]) => ({ currency, day, usd_per_unit })),
       );

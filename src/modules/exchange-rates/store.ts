@@ -20,7 +20,9 @@ export function createExchangeRateStore(db: Queryable) {
       return rowCount ?? 0;
     },
     async all(): Promise<RateRow[]> {
-      const { rows } = await db.query<RateRow>(`SELECT currency, to_char(day, 'YYYY-MM-DD') AS day, usd_per_unit FROM exchange_rates ORDER BY currency, day`);
+      const { rows } = await db.query<RateRow>(
+        `SELECT currency, to_char(day, 'YYYY-MM-DD') AS day, usd_per_unit FROM exchange_rates ORDER BY currency, day`,
+      );
       return rows;
     },
   };

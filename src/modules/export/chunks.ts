@@ -96,7 +96,11 @@ export class ChunkWriter {
  * event per line) or CSV with its header. A chunk is yielded as soon as it is full, so the
  * consumer's back-pressure (the socket, the file) paces the batches.
  */
-export async function* encodeFile(batches: AsyncIterable<[string, string][]>, format: 'json' | 'csv', onRows?: (n: number) => void): AsyncGenerator<Buffer> {
+export async function* encodeFile(
+  batches: AsyncIterable<[string, string][]>,
+  format: 'json' | 'csv',
+  onRows?: (n: number) => void,
+): AsyncGenerator<Buffer> {
   const out = new ChunkWriter();
   const csv = format === 'csv';
   let full = out.pushText(csv ? csvHeader() : '[');

@@ -72,11 +72,24 @@ export function createExportJobs(deps: ExportJobDeps) {
   async function failExport(scope: Scope, row: ExportRow, reason: string): Promise<void> {
     const failed = await store.fail(scope, row.id, row.attempts, reason);
     if (!failed) return;
-    await activity.record(scope, { entityType: 'export', entityId: row.id, action: 'failed', description: `Bulk export failed: ${reason}` });
+    await activity.record(scope, {
+      entityType: 'export',
+      entityId: row.id,
+      action: 'failed',
+      description: `Bulk export failed: ${reason}`,
+    });
     await notify(failed);
   }
 
-  async function runBulk({ exportId, tenantId, appId }: { exportId: string; tenantId: string; appId: string }): Promise<void> {
+  async function runBulk({
+    exportId,
+    tenantId,
+    appId,
+  }: {
+    exportId: string;
+    tenantId: string;
+    appId: string;
+  }): Promise<void> {
     const scope: Scope = { tenantId, appId };
     const row = await store.claim(scope, exportId);
     if (!row) {
@@ -85,7 +98,8 @@ export function createExportJobs(deps: ExportJobDeps) {
       if (done) await notify(done);
       return;
     }
-    if (row.attempts > MAX_EXPORT_ATTEMPTS) return failExport(scope, row, `gave up after ${MAX_EXPORT_ATTEMPTS} interrupted or failed runs`);
+    if (row.attempts > MAX_EXPORT_ATTEMPTS)
+      return failExport(scope, row, `gave up after ${MAX_EXPORT_ATTEMPTS} interrupted or failed runs`);
 
     const ac = new AbortController();
     running.add(ac);
@@ -93,11 +107,21 @@ export function createExportJobs(deps: ExportJobDeps) {
     const key = `${tenantId}/${appId}/${exportId}-${row.attempts}.json`;
     let count = 0;
     try {
-      const filter = { environment: row.environment, start: row.start_date, end: row.end_date, eventNames: row.event_names };
+      const filter = {
+        environment: row.environment,
+        start: row.start_date,
+        end: row.end_date,
+        eventNames: row.event_names,
+      };
       const source = readModel.file(scope, filter, 'json', { signal: ac.signal, onRows: (n) => (count += n) });
       const { sizeBytes } = await storage.put(key, source, ac.signal);
       ac.signal.throwIfAborted();
-      const done = await store.complete(scope, exportId, row.attempts, { storageKey: key, eventCount: count, sizeBytes, ttlHours: deps.exportTtlHours });
+      const done = await store.complete(scope, exportId, row.attempts, {
+        storageKey: key,
+        eventCount: count,
+        sizeBytes,
+        ttlHours: deps.exportTtlHours,
+      });
       if (!done) {
         await storage.delete(key);
         return;

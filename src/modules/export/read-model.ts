@@ -53,7 +53,12 @@ const ORDER = 'ORDER BY e.ts, e.event_id';
  * memory stays flat whatever the size. Stopping the iteration (client gone) closes the cursor;
  * aborting the signal cancels the running statement (used when the process shuts down).
  */
-async function* cursorRows<R extends unknown[]>(db: Db, sql: string, params: unknown[], signal?: AbortSignal): AsyncGenerator<R[]> {
+async function* cursorRows<R extends unknown[]>(
+  db: Db,
+  sql: string,
+  params: unknown[],
+  signal?: AbortSignal,
+): AsyncGenerator<R[]> {
   signal?.throwIfAborted();
   const client = await db.connect();
   let pid: number | undefined;
@@ -94,7 +99,11 @@ async function* cursorRows<R extends unknown[]>(db: Db, sql: string, params: unk
   } finally {
     signal?.removeEventListener('abort', cancel);
     let reusable = clean;
-    if (!clean) reusable = await client.query('ROLLBACK').then(() => true, () => false);
+    if (!clean)
+      reusable = await client.query('ROLLBACK').then(
+        () => true,
+        () => false,
+      );
     // A connection whose statement may have been cancelled mid-flight is not reused.
     client.release(reusable && !cancelled ? undefined : true);
   }
@@ -119,7 +128,12 @@ export function createExportReadModel(db: Db) {
      * The whole filtered range as file chunks (bytes, at most CHUNK_BYTES each): a JSON array (one
      * event per line) or CSV with a header. `onRows` sees each batch size (event counting for bulk exports).
      */
-    async *file(scope: Scope, f: EventFilter, format: ExportFormat, opts: { signal?: AbortSignal; onRows?: (n: number) => void } = {}): AsyncGenerator<Buffer> {
+    async *file(
+      scope: Scope,
+      f: EventFilter,
+      format: ExportFormat,
+      opts: { signal?: AbortSignal; onRows?: (n: number) => void } = {},
+    ): AsyncGenerator<Buffer> {
       const w = where(scope, f);
       const sql = `SELECT e.payload::text AS p, ${RECEIVED_AT_SQL} AS r FROM events e WHERE ${w.sql} ${ORDER}`;
       yield* encodeFile(cursorRows<[string, string]>(db, sql, w.params, opts.signal), format, opts.onRows);

@@ -56,7 +56,10 @@ export async function foldSchema(db: Db): Promise<{ folded: number }> {
         const { rows: seq } = await tx.query<{ pos: number | null }>(
           `SELECT pg_sequence_last_value(pg_get_serial_sequence('events', 'seq')::regclass) AS pos`,
         );
-        await tx.query(`UPDATE export_schema_state SET horizon = greatest(horizon, $1), folded_at = now() WHERE id = 1`, [seq[0].pos ?? 0]);
+        await tx.query(
+          `UPDATE export_schema_state SET horizon = greatest(horizon, $1), folded_at = now() WHERE id = 1`,
+          [seq[0].pos ?? 0],
+        );
         return { done: true, n: 0 };
       }
       const hi = Math.min(horizon, watermark + FOLD_CHUNK);

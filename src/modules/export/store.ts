@@ -83,12 +83,19 @@ export function createExportStore(db: Queryable) {
     },
 
     async markCallbackQueued(scope: Scope, id: string): Promise<void> {
-      await db.query(`UPDATE exports SET callback_queued_at = now() WHERE tenant_id = $1 AND app_id = $2 AND id = $3`, [scope.tenantId, scope.appId, id]);
+      await db.query(`UPDATE exports SET callback_queued_at = now() WHERE tenant_id = $1 AND app_id = $2 AND id = $3`, [
+        scope.tenantId,
+        scope.appId,
+        id,
+      ]);
     },
 
     /** Any environment: used by the job, which acts for the export whatever key created it. */
     async getById(scope: Scope, id: string): Promise<ExportRow | null> {
-      const { rows } = await db.query<ExportRow>(`SELECT * FROM exports WHERE tenant_id = $1 AND app_id = $2 AND id = $3`, [scope.tenantId, scope.appId, id]);
+      const { rows } = await db.query<ExportRow>(
+        `SELECT * FROM exports WHERE tenant_id = $1 AND app_id = $2 AND id = $3`,
+        [scope.tenantId, scope.appId, id],
+      );
       return rows[0] ?? null;
     },
 
@@ -106,7 +113,10 @@ export function createExportStore(db: Queryable) {
 export type ExportStore = ReturnType<typeof createExportStore>;
 
 /** Platform maintenance across apps (each row keeps its scope): files past their expiry. */
-export async function expiredFiles(db: Queryable, limit: number): Promise<Pick<ExportRow, 'id' | 'tenant_id' | 'app_id' | 'storage_key'>[]> {
+export async function expiredFiles(
+  db: Queryable,
+  limit: number,
+): Promise<Pick<ExportRow, 'id' | 'tenant_id' | 'app_id' | 'storage_key'>[]> {
   const { rows } = await db.query(
     `SELECT id, tenant_id, app_id, storage_key FROM exports
       WHERE status = 'completed' AND file_deleted_at IS NULL AND expires_at <= now()
@@ -116,6 +126,13 @@ export async function expiredFiles(db: Queryable, limit: number): Promise<Pick<E
   return rows;
 }
 
-export async function markFileDeleted(db: Queryable, row: { id: string; tenant_id: string; app_id: string }): Promise<void> {
-  await db.query(`UPDATE exports SET file_deleted_at = now() WHERE tenant_id = $1 AND app_id = $2 AND id = $3`, [row.tenant_id, row.app_id, row.id]);
+export async function markFileDeleted(
+  db: Queryable,
+  row: { id: string; tenant_id: string; app_id: string },
+): Promise<void> {
+  await db.query(`UPDATE exports SET file_deleted_at = now() WHERE tenant_id = $1 AND app_id = $2 AND id = $3`, [
+    row.tenant_id,
+    row.app_id,
+    row.id,
+  ]);
 }

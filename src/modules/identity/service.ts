@@ -51,7 +51,10 @@ export function createIdentityService({ store, tokens }: { store: IdentityStore;
       const claims: VerifiedToken = await tokens.verify(token);
       let user: UserRow | null;
       if (claims.external) {
-        user = (await store.findUserByEmail(claims.email!)) ?? (await store.insertUser(claims.email!, null, null)) ?? (await store.findUserByEmail(claims.email!));
+        user =
+          (await store.findUserByEmail(claims.email!)) ??
+          (await store.insertUser(claims.email!, null, null)) ??
+          (await store.findUserByEmail(claims.email!));
       } else {
         user = await store.findUserById(claims.sub);
       }

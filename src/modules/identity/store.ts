@@ -17,7 +17,10 @@ export interface SigningKeyRow {
 export function createIdentityStore(db: Queryable) {
   return {
     async findUserByEmail(email: string): Promise<UserRow | null> {
-      const { rows } = await db.query<UserRow>('SELECT id, email, name, password_hash FROM users WHERE lower(email) = lower($1)', [email]);
+      const { rows } = await db.query<UserRow>(
+        'SELECT id, email, name, password_hash FROM users WHERE lower(email) = lower($1)',
+        [email],
+      );
       return rows[0] ?? null;
     },
     async findUserById(id: string): Promise<UserRow | null> {
@@ -45,7 +48,9 @@ export function createIdentityStore(db: Queryable) {
       );
     },
     async listSigningKeys(): Promise<SigningKeyRow[]> {
-      const { rows } = await db.query<SigningKeyRow>('SELECT kid, alg, private_jwk, public_jwk FROM signing_keys ORDER BY generation');
+      const { rows } = await db.query<SigningKeyRow>(
+        'SELECT kid, alg, private_jwk, public_jwk FROM signing_keys ORDER BY generation',
+      );
       return rows;
     },
     /** Several instances may start together: the unique generation lets one insert win; the others read it. */

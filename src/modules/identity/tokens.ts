@@ -31,7 +31,13 @@ export interface VerifiedToken {
  * The built-in identity provider: ES256 keys kept in the database (so every instance signs
  * and verifies with the same keys), plus optional trust in an external OIDC issuer.
  */
-export function createTokenService({ store, config }: { store: IdentityStore; config: Pick<Config, 'jwtIssuer' | 'jwtAudience' | 'tokenTtlSeconds' | 'oidc' | 'superAdminEmails'> }) {
+export function createTokenService({
+  store,
+  config,
+}: {
+  store: IdentityStore;
+  config: Pick<Config, 'jwtIssuer' | 'jwtAudience' | 'tokenTtlSeconds' | 'oidc' | 'superAdminEmails'>;
+}) {
   let signing: { kid: string; key: CryptoKey } | undefined;
   let publicJwks: { keys: JWK[] } = { keys: [] };
   let localSet = createLocalJWKSet(publicJwks);
@@ -65,7 +71,11 @@ export function createTokenService({ store, config }: { store: IdentityStore; co
 
     jwks: () => publicJwks,
 
-    async issue(user: { id: string; email: string; name: string | null }): Promise<{ token: string; expires_in: number }> {
+    async issue(user: {
+      id: string;
+      email: string;
+      name: string | null;
+    }): Promise<{ token: string; expires_in: number }> {
       if (!signing) throw new Error('token service not initialised');
       const claims: JWTPayload = { email: user.email, name: user.name ?? undefined };
       if (isSuperAdmin(user.email)) claims.super_admin = true;
@@ -105,7 +115,8 @@ export function createTokenService({ store, config }: { store: IdentityStore; co
           result = await verifyLocal();
         } catch (err) {
           // A key created by another instance after our last load: reload at most every 10 s.
-          if ((err as { code?: string }).code !== 'ERR_JWKS_NO_MATCHING_KEY' || Date.now() - lastReload < 10_000) throw err;
+          if ((err as { code?: string }).code !== 'ERR_JWKS_NO_MATCHING_KEY' || Date.now() - lastReload < 10_000)
+            throw err;
           await load();
           result = await verifyLocal();
         }

@@ -13,31 +13,38 @@ export const MAX_FUTURE_MS = 24 * 3600 * 1000;
 export const MAX_PAST_MS = 90 * 24 * 3600 * 1000;
 
 /** The SDK event envelope, schema_version 1. Unknown fields pass through untouched. */
-export const EventEnvelope = Type.Object({
-  schema_version: Type.Literal(1),
-  event_id: Uuid,
-  event_name: Type.String({ minLength: 1, maxLength: 128 }),
-  ts_ms: Type.Number({ minimum: 0, maximum: 1e14 }),
-  user: Type.Object({ anon_id: Uuid, user_id: Opt(Short(256)) }),
-  device: Type.Object({
-    platform: Type.Union([Type.Literal('ios'), Type.Literal('android')]),
-    os: Short(),
-    app_version: Short(),
-    sdk_version: Short(),
-    framework: Type.Optional(Type.Union([Type.Literal('native'), Type.Literal('flutter'), Type.Literal('react_native')])),
-    framework_version: Opt(Short()),
-    locale: Short(35),
-    country: Type.String({ pattern: '^[A-Za-z]{2}$' }),
-  }),
-  context: Type.Object({
-    session_id: Uuid,
-    screen: Opt(Short(256)),
-    experiment_exposures: Type.Optional(Type.Array(Type.Object({ exp: Short(128), variant: Short(128) }), { maxItems: 50 })),
-    client_seq: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
-  }),
-  properties: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown())),
-  privacy: Type.Object({ consent: Type.Object({ analytics: Type.Boolean() }) }),
-}, { $id: 'EventEnvelope', description: 'SDK event, schema_version 1. Unknown fields are kept and ignored.' });
+export const EventEnvelope = Type.Object(
+  {
+    schema_version: Type.Literal(1),
+    event_id: Uuid,
+    event_name: Type.String({ minLength: 1, maxLength: 128 }),
+    ts_ms: Type.Number({ minimum: 0, maximum: 1e14 }),
+    user: Type.Object({ anon_id: Uuid, user_id: Opt(Short(256)) }),
+    device: Type.Object({
+      platform: Type.Union([Type.Literal('ios'), Type.Literal('android')]),
+      os: Short(),
+      app_version: Short(),
+      sdk_version: Short(),
+      framework: Type.Optional(
+        Type.Union([Type.Literal('native'), Type.Literal('flutter'), Type.Literal('react_native')]),
+      ),
+      framework_version: Opt(Short()),
+      locale: Short(35),
+      country: Type.String({ pattern: '^[A-Za-z]{2}$' }),
+    }),
+    context: Type.Object({
+      session_id: Uuid,
+      screen: Opt(Short(256)),
+      experiment_exposures: Type.Optional(
+        Type.Array(Type.Object({ exp: Short(128), variant: Short(128) }), { maxItems: 50 }),
+      ),
+      client_seq: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    }),
+    properties: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown())),
+    privacy: Type.Object({ consent: Type.Object({ analytics: Type.Boolean() }) }),
+  },
+  { $id: 'EventEnvelope', description: 'SDK event, schema_version 1. Unknown fields are kept and ignored.' },
+);
 
 export type Envelope = Static<typeof EventEnvelope>;
 
@@ -71,13 +78,15 @@ export function checkEvent(raw: unknown, index: number, now: number): CheckResul
   if (violation) return fail('invalid_field', violation.path, violation.message);
   if (!checker.Check(raw)) {
     const e = checker.Errors(raw).First()!;
-    const missing = e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && e.type !== ValueErrorType.Object);
+    const missing =
+      e.type === ValueErrorType.ObjectRequiredProperty || (e.value === undefined && e.type !== ValueErrorType.Object);
     return fail(missing ? 'missing_field' : 'invalid_field', e.path, missing ? 'is required' : e.message);
   }
   const ev = raw as Envelope;
   const json = JSON.stringify(ev);
   // Byte length only matters when the character count could be over the limit.
-  if (json.length > MAX_EVENT_BYTES / 4 && Buffer.byteLength(json) > MAX_EVENT_BYTES) return fail('event_too_large', '', `event exceeds ${MAX_EVENT_BYTES} bytes`);
+  if (json.length > MAX_EVENT_BYTES / 4 && Buffer.byteLength(json) > MAX_EVENT_BYTES)
+    return fail('event_too_large', '', `event exceeds ${MAX_EVENT_BYTES} bytes`);
   if (ev.ts_ms > now + MAX_FUTURE_MS) return fail('ts_in_future', '/ts_ms', 'more than 24 h in the future');
   if (ev.ts_ms < now - MAX_PAST_MS) return fail('ts_too_old', '/ts_ms', 'more than 90 days in the past');
   return { ok: true, event: ev, json };

@@ -18,7 +18,9 @@ export interface GroupCommitOptions {
 export const BUSY_RETRY_AFTER_S = 1;
 
 const busy = (why: string) =>
-  new AppError('service_unavailable', `Ingestion is busy (${why}); retry later`, undefined, { 'retry-after': String(BUSY_RETRY_AFTER_S) });
+  new AppError('service_unavailable', `Ingestion is busy (${why}); retry later`, undefined, {
+    'retry-after': String(BUSY_RETRY_AFTER_S),
+  });
 
 interface Pending {
   write: EventWrite;

@@ -22,7 +22,9 @@ function optionLocks(ev: Envelope): OptionLock[] {
   const value = ev.properties?.option_value;
   if (typeof setId !== 'string' || setId.length === 0 || setId.length > 128) return [];
   const values = Array.isArray(value) ? value.slice(0, 100) : [value];
-  return values.filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 512).map((v) => ({ set_id: setId, value: v }));
+  return values
+    .filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 512)
+    .map((v) => ({ set_id: setId, value: v }));
 }
 
 export function createIngestService({
@@ -53,7 +55,10 @@ export function createIngestService({
 
       const s = await settings.get(key);
       // Counted in events; an over-limit batch is refused whole, before anything is stored.
-      const rate = valid.length > 0 ? await checkRate(limiter, `ingest:${key.appId}`, valid.length, s.events_per_minute, 'events') : null;
+      const rate =
+        valid.length > 0
+          ? await checkRate(limiter, `ingest:${key.appId}`, valid.length, s.events_per_minute, 'events')
+          : null;
 
       let sampled = 0;
       let consentDeclined = 0;
@@ -96,7 +101,10 @@ export function createIngestService({
       return { result, rate };
     },
 
-    async identify(key: KeyContext, body: { anon_id: string; user_id: string; ts_ms: number; traits?: Record<string, unknown> }) {
+    async identify(
+      key: KeyContext,
+      body: { anon_id: string; user_id: string; ts_ms: number; traits?: Record<string, unknown> },
+    ) {
       if (body.traits && Buffer.byteLength(JSON.stringify(body.traits)) > MAX_TRAITS_BYTES) {
         throw invalid(`traits exceed ${MAX_TRAITS_BYTES} bytes`, '/body/traits');
       }
@@ -114,4 +122,3 @@ export function createIngestService({
 }
 
 export type IngestService = ReturnType<typeof createIngestService>;
-

@@ -113,9 +113,14 @@ function eventsCopy(stored: Stored[]): CopyWriter {
       last = write;
     }
     w.row(13).uuid(tenant, 0).uuid(app, 0).text(write.environment);
-    w.uuid(uuidBytes(r.event_id, id), 0).text(r.event_name).int8(Math.round((r.ts_ms - EPOCH_2000_MS) * 1000));
+    w.uuid(uuidBytes(r.event_id, id), 0)
+      .text(r.event_name)
+      .int8(Math.round((r.ts_ms - EPOCH_2000_MS) * 1000));
     w.uuid(uuidBytes(r.anon_id, id), 0).text(r.user_id).uuid(uuidBytes(r.session_id, id), 0);
-    w.text(r.platform).text(r.country).raw(r.consent ? TRUE_FIELD : FALSE_FIELD).text(r.payloadJson);
+    w.text(r.platform)
+      .text(r.country)
+      .raw(r.consent ? TRUE_FIELD : FALSE_FIELD)
+      .text(r.payloadJson);
   }
   return w;
 }
@@ -140,7 +145,11 @@ function locksOf(writes: EventWrite[]): { tenant_id: string; app_id: string; set
   const byKey = new Map<string, { tenant_id: string; app_id: string; set_id: string; value: string }>();
   for (const w of writes) {
     for (const l of w.locks) {
-      byKey.set(JSON.stringify([w.scope.appId, l.set_id, l.value]), { tenant_id: w.scope.tenantId, app_id: w.scope.appId, ...l });
+      byKey.set(JSON.stringify([w.scope.appId, l.set_id, l.value]), {
+        tenant_id: w.scope.tenantId,
+        app_id: w.scope.appId,
+        ...l,
+      });
     }
   }
   return [...byKey.keys()].sort().map((k) => byKey.get(k)!);
@@ -174,7 +183,10 @@ export function createIngestStore(db: Db) {
       }
       return withTx(db, async (tx) => {
         // Array literals built by hand: UUIDs need no quoting, and pg's generic array encoder escaped each one.
-        const { rows: r } = await tx.query<{ taken: number[] }>(CLAIM_IDS, [`{${apps.join(',')}}`, `{${ids.join(',')}}`]);
+        const { rows: r } = await tx.query<{ taken: number[] }>(CLAIM_IDS, [
+          `{${apps.join(',')}}`,
+          `{${ids.join(',')}}`,
+        ]);
         // Positions of ids stored before (by an earlier request, or a concurrent group that committed first).
         const taken = new Set(r[0].taken);
         const stored = taken.size === 0 ? all : all.filter((_, i) => !taken.has(i + 1));
@@ -219,7 +231,15 @@ export function createIngestStore(db: Db) {
            RETURNING 1
          )
          SELECT EXISTS (SELECT 1 FROM link) AS new_link`,
-        [scope.tenantId, scope.appId, environment, p.anon_id, p.user_id, p.ts_ms, p.traits === null ? null : JSON.stringify(p.traits)],
+        [
+          scope.tenantId,
+          scope.appId,
+          environment,
+          p.anon_id,
+          p.user_id,
+          p.ts_ms,
+          p.traits === null ? null : JSON.stringify(p.traits),
+        ],
       );
       return { newLink: rows[0].new_link };
     },
@@ -230,7 +250,10 @@ export type IngestStore = ReturnType<typeof createIngestStore>;
 
 /** Platform maintenance, not tenant data: monthly event partitions around today. */
 export async function ensureEventPartitions(db: Queryable, monthsBack = 4, monthsAhead = 3): Promise<void> {
-  await db.query(`SELECT ensure_event_partitions((now() - make_interval(months => $1))::date, $2)`, [monthsBack, monthsBack + monthsAhead + 1]);
+  await db.query(`SELECT ensure_event_partitions((now() - make_interval(months => $1))::date, $2)`, [
+    monthsBack,
+    monthsBack + monthsAhead + 1,
+  ]);
 }
 
 /**
@@ -253,11 +276,19 @@ SELECT i.inhrelid::regclass::text AS idx, pg_relation_size(x.indrelid) AS bytes
     load[k] += Number(r.bytes);
     sets[k].push(r.idx);
   }
-  await Promise.all(sets.filter((s) => s.length > 0).map((s) => withTx(db, async (tx) => {
-    // Autovacuum holds the same lock while it vacuums a partition. PostgreSQL cancels it for a waiter
-    // after the waiter's deadlock_timeout (1 s by default): each round of the folds stalled that long
-    // while autovacuum worked through a bulk load's partitions (measured: 7 s of a 94 s fold).
-    await tx.query(`SELECT set_config('deadlock_timeout', '50ms', true) WHERE current_setting('is_superuser') = 'on'`);
-    await tx.query(`SELECT brin_summarize_new_values(x) FROM unnest($1::regclass[]) x`, [s]);
-  })));
+  await Promise.all(
+    sets
+      .filter((s) => s.length > 0)
+      .map((s) =>
+        withTx(db, async (tx) => {
+          // Autovacuum holds the same lock while it vacuums a partition. PostgreSQL cancels it for a waiter
+          // after the waiter's deadlock_timeout (1 s by default): each round of the folds stalled that long
+          // while autovacuum worked through a bulk load's partitions (measured: 7 s of a 94 s fold).
+          await tx.query(
+            `SELECT set_config('deadlock_timeout', '50ms', true) WHERE current_setting('is_superuser') = 'on'`,
+          );
+          await tx.query(`SELECT brin_summarize_new_values(x) FROM unnest($1::regclass[]) x`, [s]);
+        }),
+      ),
+  );
 }

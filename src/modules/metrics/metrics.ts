@@ -13,20 +13,58 @@ export type IngestOutcome = 'accepted' | 'rejected' | 'sampled' | 'consent_decli
  * over instances); the gauges read from the database at scrape time are the same on every
  * instance (take their max).
  */
-export function createMetrics({ db, store, onError }: { db: Db; store: MetricsStore; onError: (err: unknown) => void }) {
+export function createMetrics({
+  db,
+  store,
+  onError,
+}: {
+  db: Db;
+  store: MetricsStore;
+  onError: (err: unknown) => void;
+}) {
   const registry = new Registry();
   // Process CPU, memory, GC and the event loop lag (nodejs_eventloop_lag_seconds and its percentiles).
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
-  const httpRequests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by method, route and status', labelNames: ['method', 'route', 'status'], registers });
-  const httpSeconds = new Histogram({ name: 'http_request_duration_seconds', help: 'HTTP request latency by method, route and status', labelNames: ['method', 'route', 'status'], buckets: SECONDS, registers });
-  const ingestEvents = new Counter({ name: 'ingest_events_total', help: 'Ingested events by outcome (accepted counts every valid event, sampled and consent_declined are among them)', labelNames: ['outcome'], registers });
-  const jobRuns = new Counter({ name: 'job_runs_total', help: 'Job runs in this process by job and outcome', labelNames: ['job', 'outcome'], registers });
-  const jobSeconds = new Histogram({ name: 'job_duration_seconds', help: 'Job run time by job (export.bulk is an export end to end)', labelNames: ['job'], buckets: JOB_SECONDS, registers });
+  const httpRequests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by method, route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers,
+  });
+  const httpSeconds = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by method, route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: SECONDS,
+    registers,
+  });
+  const ingestEvents = new Counter({
+    name: 'ingest_events_total',
+    help: 'Ingested events by outcome (accepted counts every valid event, sampled and consent_declined are among them)',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const jobRuns = new Counter({
+    name: 'job_runs_total',
+    help: 'Job runs in this process by job and outcome',
+    labelNames: ['job', 'outcome'],
+    registers,
+  });
+  const jobSeconds = new Histogram({
+    name: 'job_duration_seconds',
+    help: 'Job run time by job (export.bulk is an export end to end)',
+    labelNames: ['job'],
+    buckets: JOB_SECONDS,
+    registers,
+  });
 
   new Gauge({
-    name: 'db_pool_connections', help: 'Database pool connections of this process by state', labelNames: ['state'], registers,
+    name: 'db_pool_connections',
+    help: 'Database pool connections of this process by state',
+    labelNames: ['state'],
+    registers,
     collect() {
       this.set({ state: 'total' }, db.totalCount);
       this.set({ state: 'idle' }, db.idleCount);
@@ -49,28 +87,37 @@ export function createMetrics({ db, store, onError }: { db: Db; store: MetricsSt
   };
 
   new Gauge({
-    name: 'analytics_fold_lag_events', help: 'Ingested events not folded into the analytics rollups yet', registers,
+    name: 'analytics_fold_lag_events',
+    help: 'Ingested events not folded into the analytics rollups yet',
+    registers,
     async collect() {
       const s = await sharedState();
       if (s) this.set(s.fold.lagEvents);
     },
   });
   new Gauge({
-    name: 'analytics_fold_lag_seconds', help: 'Age of the oldest event not folded yet', registers,
+    name: 'analytics_fold_lag_seconds',
+    help: 'Age of the oldest event not folded yet',
+    registers,
     async collect() {
       const s = await sharedState();
       if (s) this.set(s.fold.lagSeconds);
     },
   });
   new Gauge({
-    name: 'analytics_events_folded', help: 'Events folded since the rollups began (throughput: rate() of it)', registers,
+    name: 'analytics_events_folded',
+    help: 'Events folded since the rollups began (throughput: rate() of it)',
+    registers,
     async collect() {
       const s = await sharedState();
       if (s) this.set(s.fold.folded);
     },
   });
   new Gauge({
-    name: 'job_queue_jobs', help: 'Jobs in the queue by job and state (created and retry are the depth; failed are kept for a while)', labelNames: ['job', 'state'], registers,
+    name: 'job_queue_jobs',
+    help: 'Jobs in the queue by job and state (created and retry are the depth; failed are kept for a while)',
+    labelNames: ['job', 'state'],
+    registers,
     async collect() {
       const s = await sharedState();
       if (!s) return;
@@ -79,7 +126,10 @@ export function createMetrics({ db, store, onError }: { db: Db; store: MetricsSt
     },
   });
   new Gauge({
-    name: 'webhook_deliveries', help: 'Webhook and callback deliveries by kind and outcome (pending, succeeded, failed)', labelNames: ['kind', 'status'], registers,
+    name: 'webhook_deliveries',
+    help: 'Webhook and callback deliveries by kind and outcome (pending, succeeded, failed)',
+    labelNames: ['kind', 'status'],
+    registers,
     async collect() {
       const s = await sharedState();
       if (!s) return;
@@ -105,7 +155,8 @@ export function createMetrics({ db, store, onError }: { db: Db; store: MetricsSt
       c.seconds.observe(seconds);
     },
     countIngest(r: Record<IngestOutcome, number>) {
-      for (const outcome of ['accepted', 'rejected', 'sampled', 'consent_declined'] as const) if (r[outcome] > 0) ingestEvents.inc({ outcome }, r[outcome]);
+      for (const outcome of ['accepted', 'rejected', 'sampled', 'consent_declined'] as const)
+        if (r[outcome] > 0) ingestEvents.inc({ outcome }, r[outcome]);
     },
     /** Wraps every job handler: runs, failures and durations per job. */
     instrumentJobs(handlers: JobHandlers): JobHandlers {

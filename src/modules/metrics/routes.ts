@@ -25,7 +25,12 @@ export function metricsRoutes({ metrics, token }: { metrics: Metrics; token?: st
     });
     app.addHook('onRoute', (route) => {
       if (route.url !== INGEST_ROUTE || route.method !== 'POST') return;
-      const count = (_req: unknown, reply: { statusCode: number }, payload: unknown, done: (err: null, p: unknown) => void) => {
+      const count = (
+        _req: unknown,
+        reply: { statusCode: number },
+        payload: unknown,
+        done: (err: null, p: unknown) => void,
+      ) => {
         if (reply.statusCode === 202) metrics.countIngest(payload as Record<IngestOutcome, number>);
         done(null, payload);
       };
@@ -35,7 +40,10 @@ export function metricsRoutes({ metrics, token }: { metrics: Metrics; token?: st
 
     app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
       if (token && !tokenMatches(req.headers.authorization, token)) {
-        throw new AppError(req.headers.authorization ? 'invalid_credentials' : 'missing_credentials', 'A valid metrics bearer token is required');
+        throw new AppError(
+          req.headers.authorization ? 'invalid_credentials' : 'missing_credentials',
+          'A valid metrics bearer token is required',
+        );
       }
       reply.header('content-type', metrics.registry.contentType);
       return metrics.registry.metrics();

@@ -21,13 +21,16 @@ export function createVersionReader(store: OptionSetStore) {
     let start!: () => void;
     const promise = new Promise<number | null>((resolve, reject) => {
       start = () => {
-        store.currentVersion(scope, setId).then(resolve, reject).finally(() => {
-          const s = sets.get(key)!;
-          const next = s.next;
-          s.next = null;
-          if (next) next.start();
-          else sets.delete(key);
-        });
+        store
+          .currentVersion(scope, setId)
+          .then(resolve, reject)
+          .finally(() => {
+            const s = sets.get(key)!;
+            const next = s.next;
+            s.next = null;
+            if (next) next.start();
+            else sets.delete(key);
+          });
       };
     });
     return { promise, start };

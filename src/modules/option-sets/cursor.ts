@@ -24,7 +24,16 @@ export function decodeCursor(raw: string, setId: string): Cursor {
   }
   if (!Array.isArray(parsed) || parsed.length !== 5 || parsed[0] !== 1) throw bad();
   const [, s, version, sortOrder, value] = parsed as unknown[];
-  if (s !== setId || !Number.isInteger(version) || (version as number) < 1 || (version as number) > 2_147_483_647 || typeof sortOrder !== 'number' || !Number.isFinite(sortOrder) || typeof value !== 'string' || unstorable(value)) {
+  if (
+    s !== setId ||
+    !Number.isInteger(version) ||
+    (version as number) < 1 ||
+    (version as number) > 2_147_483_647 ||
+    typeof sortOrder !== 'number' ||
+    !Number.isFinite(sortOrder) ||
+    typeof value !== 'string' ||
+    unstorable(value)
+  ) {
     throw bad();
   }
   return { setId, version: version as number, sortOrder, value };

@@ -22,7 +22,11 @@ const MIN_ITEM_BYTES = 300;
  * makes a new version, hence a new index; nothing is invalidated in place, and several instances
  * need no coordination. Bounded by an estimate of bytes, least recently used first out.
  */
-export function createIndexCache(store: OptionSetStore, maxBytes: number, onError: (err: unknown) => void = () => undefined) {
+export function createIndexCache(
+  store: OptionSetStore,
+  maxBytes: number,
+  onError: (err: unknown) => void = () => undefined,
+) {
   const entries = new Map<string, SetIndex>();
   let bytes = 0;
   const building = new Set<string>();
@@ -39,8 +43,13 @@ export function createIndexCache(store: OptionSetStore, maxBytes: number, onErro
     entries.set(key, ix);
     bytes += ix.bytes;
     // Older versions of the set beyond the newest VERSIONS_PER_SET go first.
-    const mine = [...entries.keys()].filter((k) => k.startsWith(`${sk}\u0000`) && k.lastIndexOf('\u0000') === sk.length);
-    const stale = mine.map((k) => [k, entries.get(k)!.version] as const).sort((a, b) => b[1] - a[1]).slice(VERSIONS_PER_SET);
+    const mine = [...entries.keys()].filter(
+      (k) => k.startsWith(`${sk}\u0000`) && k.lastIndexOf('\u0000') === sk.length,
+    );
+    const stale = mine
+      .map((k) => [k, entries.get(k)!.version] as const)
+      .sort((a, b) => b[1] - a[1])
+      .slice(VERSIONS_PER_SET);
     for (const [k] of stale) drop(k);
     for (const [k] of entries) {
       if (bytes <= maxBytes) break;
@@ -56,7 +65,7 @@ export function createIndexCache(store: OptionSetStore, maxBytes: number, onErro
   }
 
   async function build(scope: Scope, setId: string, version: number, sk: string): Promise<void> {
-    const maxRows = Math.floor(maxBytes * MAX_SHARE / MIN_ITEM_BYTES);
+    const maxRows = Math.floor((maxBytes * MAX_SHARE) / MIN_ITEM_BYTES);
     const rows = await store.versionRows(scope, setId, version, maxRows);
     const ix = rows.length > maxRows ? null : await buildIndex(version, rows);
     if (!ix || ix.bytes > maxBytes * MAX_SHARE) {
@@ -97,7 +106,8 @@ export function createIndexCache(store: OptionSetStore, maxBytes: number, onErro
     /** Whether some version of the set is indexed (it is being read: worth indexing its next version early). */
     has(scope: Scope, setId: string): boolean {
       const prefix = `${setKey(scope, setId)}\u0000`;
-      for (const k of entries.keys()) if (k.startsWith(prefix) && k.lastIndexOf('\u0000') === prefix.length - 1) return true;
+      for (const k of entries.keys())
+        if (k.startsWith(prefix) && k.lastIndexOf('\u0000') === prefix.length - 1) return true;
       return false;
     },
 

@@ -29,7 +29,10 @@ function canon(v: unknown): string {
   if (v === null || typeof v !== 'object') return JSON.stringify(v ?? null);
   if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`;
   const o = v as Record<string, unknown>;
-  return `{${Object.keys(o).sort().map((k) => `${JSON.stringify(k)}:${canon(o[k])}`).join(',')}}`;
+  return `{${Object.keys(o)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canon(o[k])}`)
+    .join(',')}}`;
 }
 
 interface Op {
@@ -99,7 +102,8 @@ export interface SyncPlan {
 export function planSync(matched: ReturnType<typeof matchRows>, locked: Set<string>): SyncPlan {
   const { ops, stored } = matched;
   for (const op of ops) {
-    if (!op.reason && op.item && op.item.value !== op.row.value && locked.has(op.item.value)) op.reason = 'value_locked';
+    if (!op.reason && op.item && op.item.value !== op.row.value && locked.has(op.item.value))
+      op.reason = 'value_locked';
   }
   const claims = (op: Op) => !op.reason && (!op.item || op.item.value !== op.row.value);
   for (let changed = true; changed; ) {
@@ -125,7 +129,13 @@ export function planSync(matched: ReturnType<typeof matchRows>, locked: Set<stri
     const { row, item } = op;
     if (item) plan.sent.push(item.item_id);
     if (op.reason) {
-      plan.rejected.push({ index: op.index, value: row.value, ...(row.id !== undefined ? { id: row.id } : {}), reason: op.reason, message: MESSAGES[op.reason] });
+      plan.rejected.push({
+        index: op.index,
+        value: row.value,
+        ...(row.id !== undefined ? { id: row.id } : {}),
+        reason: op.reason,
+        message: MESSAGES[op.reason],
+      });
       continue;
     }
     const next: ItemVersion = {

@@ -9,7 +9,13 @@ export const LOCKED_LIMIT = 1000;
 export function createOptionSetReadModel(db: Queryable) {
   return {
     async sets(scope: Scope) {
-      const { rows } = await db.query<{ set_id: string; version: number; updated_at: Date; item_count: number; archived_count: number }>(
+      const { rows } = await db.query<{
+        set_id: string;
+        version: number;
+        updated_at: Date;
+        item_count: number;
+        archived_count: number;
+      }>(
         `SELECT s.set_id, s.version, s.updated_at,
                 (SELECT count(*) FROM option_items i WHERE i.tenant_id = s.tenant_id AND i.app_id = s.app_id AND i.set_id = s.set_id
                     AND i.valid_to IS NULL AND NOT i.archived)::int AS item_count,
@@ -24,7 +30,10 @@ export function createOptionSetReadModel(db: Queryable) {
     async overview(scope: Scope, setId: string) {
       const args = [scope.tenantId, scope.appId, setId];
       const [set, archived, locked, syncs] = await Promise.all([
-        db.query<{ version: number }>(`SELECT version FROM option_sets WHERE tenant_id = $1 AND app_id = $2 AND set_id = $3`, args),
+        db.query<{ version: number }>(
+          `SELECT version FROM option_sets WHERE tenant_id = $1 AND app_id = $2 AND set_id = $3`,
+          args,
+        ),
         db.query<{ id: string | null; value: string; label: string }>(
           `SELECT ext_id AS id, value, label FROM option_items
             WHERE tenant_id = $1 AND app_id = $2 AND set_id = $3 AND valid_to IS NULL AND archived

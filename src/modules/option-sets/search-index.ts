@@ -103,7 +103,13 @@ export function itemJson(ix: SetIndex, i: number): string {
   let j = ix.json[i];
   if (j === undefined) {
     const r = ix.rows[i]!;
-    j = ix.json[i] = JSON.stringify({ id: r.id, value: r.value, label: r.label, sort_order: r.sort_order, option_data: r.option_data });
+    j = ix.json[i] = JSON.stringify({
+      id: r.id,
+      value: r.value,
+      label: r.label,
+      sort_order: r.sort_order,
+      option_data: r.option_data,
+    });
   }
   return j;
 }
@@ -145,7 +151,8 @@ export function searchIndex(ix: SetIndex, words: string[], start: number, max: n
     // Trigrams of longer words (selective); a two-character word has its bigram; one character, nothing.
     const buckets: number[] = [];
     if (w.length === 2) buckets.push(hash(w.charCodeAt(0), w.charCodeAt(1), BIGRAM, ix.bits));
-    for (let k = 0; k + 2 < w.length; k++) buckets.push(hash(w.charCodeAt(k), w.charCodeAt(k + 1), w.charCodeAt(k + 2), ix.bits));
+    for (let k = 0; k + 2 < w.length; k++)
+      buckets.push(hash(w.charCodeAt(k), w.charCodeAt(k + 1), w.charCodeAt(k + 2), ix.bits));
     for (const b of buckets) {
       if (seen.has(b)) continue;
       seen.add(b);

@@ -67,23 +67,27 @@ function checkOptionData(data: Record<string, unknown>, path: string): void {
   const stack: [unknown, number][] = [[data, 0]];
   while (stack.length > 0) {
     const [v, depth] = stack.pop()!;
-    if (typeof v === 'string' && unstorable(v)) throw invalid('option_data holds a NUL character or an unpaired surrogate', path);
+    if (typeof v === 'string' && unstorable(v))
+      throw invalid('option_data holds a NUL character or an unpaired surrogate', path);
     if (v === null || typeof v !== 'object') continue;
-    if (depth >= MAX_OPTION_DATA_DEPTH) throw invalid(`option_data is nested deeper than ${MAX_OPTION_DATA_DEPTH} levels`, path);
+    if (depth >= MAX_OPTION_DATA_DEPTH)
+      throw invalid(`option_data is nested deeper than ${MAX_OPTION_DATA_DEPTH} levels`, path);
     for (const [k, child] of Object.entries(v)) {
       if (unstorable(k)) throw invalid('option_data holds a NUL character or an unpaired surrogate', path);
       stack.push([child, depth + 1]);
     }
   }
   const size = Buffer.byteLength(JSON.stringify(data));
-  if (size > MAX_OPTION_DATA_BYTES) throw invalid(`option_data is ${size} bytes; at most ${MAX_OPTION_DATA_BYTES} are allowed`, path);
+  if (size > MAX_OPTION_DATA_BYTES)
+    throw invalid(`option_data is ${size} bytes; at most ${MAX_OPTION_DATA_BYTES} are allowed`, path);
 }
 
 function checkRows(items: SyncRow[]): void {
   items.forEach((row, i) => {
     for (const f of ['id', 'value', 'label'] as const) {
       const v = row[f];
-      if (v !== undefined && unstorable(v)) throw invalid(`${f} holds a NUL character or an unpaired surrogate`, `/body/items/${i}/${f}`);
+      if (v !== undefined && unstorable(v))
+        throw invalid(`${f} holds a NUL character or an unpaired surrogate`, `/body/items/${i}/${f}`);
     }
     if (row.option_data != null) checkOptionData(row.option_data, `/body/items/${i}/option_data`);
   });
@@ -102,9 +106,20 @@ function searchTokens(q: string | undefined): string[] {
 const pageJson = (setId: string, version: number, items: string, next: string | null) =>
   `{"data":{"set_id":${JSON.stringify(setId)},"version":${version},"items":[${items}],"next_cursor":${JSON.stringify(next)}}}`;
 
-const rowJson = (r: PageRow) => JSON.stringify({ id: r.id, value: r.value, label: r.label, sort_order: r.sort_order, option_data: r.option_data });
+const rowJson = (r: PageRow) =>
+  JSON.stringify({ id: r.id, value: r.value, label: r.label, sort_order: r.sort_order, option_data: r.option_data });
 
-export function createOptionSetService({ db, store, activity, onSetChanged, onHookError, cacheBytes = 32 * 1024 * 1024, indexBytes = 128 * 1024 * 1024, onIndexError, recordChange }: OptionSetDeps) {
+export function createOptionSetService({
+  db,
+  store,
+  activity,
+  onSetChanged,
+  onHookError,
+  cacheBytes = 32 * 1024 * 1024,
+  indexBytes = 128 * 1024 * 1024,
+  onIndexError,
+  recordChange,
+}: OptionSetDeps) {
   const cache = createPageCache(cacheBytes);
   const indexes = createIndexCache(store, indexBytes, onIndexError);
   const currentVersion = createVersionReader(store);
@@ -118,7 +133,13 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
   let analyzeTimer: NodeJS.Timeout | null = null;
 
   /** The page from the version's in-process index; undefined when the cursor is not one of its items (forged). */
-  async function fromIndex(ix: SetIndex, setId: string, cursor: Cursor | null, tokens: string[], limit: number): Promise<string | undefined> {
+  async function fromIndex(
+    ix: SetIndex,
+    setId: string,
+    cursor: Cursor | null,
+    tokens: string[],
+    limit: number,
+  ): Promise<string | undefined> {
     let start = 0;
     if (cursor) {
       const at = ix.position.get(cursor.value);
@@ -129,13 +150,24 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
     const found = searchIndex(ix, words, start, limit + 1);
     const items = found.length > limit ? found.slice(0, limit) : found;
     const last = items[items.length - 1];
-    const next = found.length > limit && last !== undefined ? encodeCursor({ setId, version: ix.version, sortOrder: ix.sorts[last]!, value: ix.values[last]! }) : null;
+    const next =
+      found.length > limit && last !== undefined
+        ? encodeCursor({ setId, version: ix.version, sortOrder: ix.sorts[last]!, value: ix.values[last]! })
+        : null;
     return pageJson(setId, ix.version, items.map((i) => itemJson(ix, i)).join(','), next);
   }
 
-  async function fromDb(scope: Scope, setId: string, version: number, cursor: Cursor | null, tokens: string[], limit: number): Promise<string> {
+  async function fromDb(
+    scope: Scope,
+    setId: string,
+    version: number,
+    cursor: Cursor | null,
+    tokens: string[],
+    limit: number,
+  ): Promise<string> {
     // One row more than the page tells whether another page follows.
-    const broadKey = tokens.length > 0 ? JSON.stringify([scope.appId, setId, tokens.map((t) => t.toLowerCase()).sort()]) : '';
+    const broadKey =
+      tokens.length > 0 ? JSON.stringify([scope.appId, setId, tokens.map((t) => t.toLowerCase()).sort()]) : '';
     const page = await store.page(scope, setId, {
       version,
       after: cursor ? { sort_order: cursor.sortOrder, value: cursor.value } : null,
@@ -153,12 +185,19 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
     }
     const items = page.rows.slice(0, limit);
     const last = items[items.length - 1];
-    const next = page.rows.length > limit && last ? encodeCursor({ setId, version, sortOrder: last.sort_order, value: last.value }) : null;
+    const next =
+      page.rows.length > limit && last
+        ? encodeCursor({ setId, version, sortOrder: last.sort_order, value: last.value })
+        : null;
     return pageJson(setId, version, items.map(rowJson).join(','), next);
   }
 
   /** The read answer as JSON text (`{ data: OptionPage }`). */
-  async function answer(scope: Scope, setId: string, opts: { cursor?: string; q?: string; limit?: number } = {}): Promise<string> {
+  async function answer(
+    scope: Scope,
+    setId: string,
+    opts: { cursor?: string; q?: string; limit?: number } = {},
+  ): Promise<string> {
     const limit = opts.limit ?? PAGE_SIZE;
     const cursor = opts.cursor ? decodeCursor(opts.cursor, setId) : null;
     const tokens = searchTokens(opts.q);
@@ -166,7 +205,16 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
     // Everything below reads that one version only, so an answer never mixes two syncs.
     const version = cursor?.version ?? (await currentVersion(scope, setId));
     if (version === null) throw notFound('Option set');
-    const key = JSON.stringify([scope.tenantId, scope.appId, setId, version, cursor?.sortOrder ?? null, cursor?.value ?? null, tokens, limit]);
+    const key = JSON.stringify([
+      scope.tenantId,
+      scope.appId,
+      setId,
+      version,
+      cursor?.sortOrder ?? null,
+      cursor?.value ?? null,
+      tokens,
+      limit,
+    ]);
     const hit = cache.get(key);
     if (hit !== undefined) return hit;
     const ix = indexes.get(scope, setId, version);
@@ -184,7 +232,11 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
     return json;
   }
 
-  async function read(scope: Scope, setId: string, opts: { cursor?: string; q?: string; limit?: number } = {}): Promise<OptionPage> {
+  async function read(
+    scope: Scope,
+    setId: string,
+    opts: { cursor?: string; q?: string; limit?: number } = {},
+  ): Promise<OptionPage> {
     return (JSON.parse(await answer(scope, setId, opts)) as { data: OptionPage }).data;
   }
 
@@ -249,9 +301,18 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
         await store.closeItems(scope, setId, plan.close, version, tx);
         await store.writeVersions(scope, setId, plan.write, version, tx);
         const closed = new Set(plan.close);
-        await store.markSent(scope, setId, [...new Set(plan.sent)].filter((id) => !closed.has(id)), version, tx);
+        await store.markSent(
+          scope,
+          setId,
+          [...new Set(plan.sent)].filter((id) => !closed.has(id)),
+          version,
+          tx,
+        );
         // Replace keeps what this request named, plus what earlier syncs of the same run sent.
-        const archived = mode === 'replace' ? await store.archiveUnsent(scope, setId, Math.min(req.since_version ?? version, version), version, tx) : 0;
+        const archived =
+          mode === 'replace'
+            ? await store.archiveUnsent(scope, setId, Math.min(req.since_version ?? version, version), version, tx)
+            : 0;
         const item_count = await store.visibleCount(scope, setId, tx);
         await activity.record(
           scope,
@@ -265,7 +326,16 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
         );
         // Last: it takes the global change-sequence lock, held until commit.
         await recordChange?.(scope, { kind: 'option_set_synced', setId, setVersion: version }, tx);
-        return { set_id: setId, mode, version, created: plan.created, updated: plan.updated, archived, rejected: plan.rejected, item_count };
+        return {
+          set_id: setId,
+          mode,
+          version,
+          created: plan.created,
+          updated: plan.updated,
+          archived,
+          rejected: plan.rejected,
+          item_count,
+        };
       });
       refreshStats(result.created + result.updated + result.archived);
       prewarm(scope, setId, result.version);
@@ -276,7 +346,10 @@ export function createOptionSetService({ db, store, activity, onSetChanged, onHo
     },
 
     /** The first page (as GET without q answers it) of each set that exists; for config bundles. */
-    async firstPages(scope: Scope, setIds: string[]): Promise<Record<string, { version: number; items: unknown[]; next_cursor: string | null }>> {
+    async firstPages(
+      scope: Scope,
+      setIds: string[],
+    ): Promise<Record<string, { version: number; items: unknown[]; next_cursor: string | null }>> {
       const out: Record<string, { version: number; items: unknown[]; next_cursor: string | null }> = {};
       for (const setId of [...new Set(setIds)]) {
         try {

@@ -191,7 +191,12 @@ export function createOptionSetStore(db: Queryable) {
      * them is the answer. A broad search (many matches, so a walk in order finds a page quickly)
      * or one of an older version walks the order index, with the trigram index kept out of it.
      */
-    async page(scope: Scope, setId: string, q: PageQuery, tx?: Queryable): Promise<{ current: number | null; rows: PageRow[]; broad?: boolean }> {
+    async page(
+      scope: Scope,
+      setId: string,
+      q: PageQuery,
+      tx?: Queryable,
+    ): Promise<{ current: number | null; rows: PageRow[]; broad?: boolean }> {
       const run = tx ?? db;
       const params: unknown[] = [scope.tenantId, scope.appId, setId, q.version, q.limit];
       const keyset: string[] = [];
@@ -209,7 +214,13 @@ export function createOptionSetStore(db: Queryable) {
       const cols = 'i.ext_id AS id, i.value, i.label, i.sort_order, i.option_data';
       const shape = (rows: (PageRow & { current: number | null })[]) => ({
         current: rows[0]?.current ?? null,
-        rows: rows.map((r) => ({ id: r.id, value: r.value, label: r.label, sort_order: r.sort_order, option_data: r.option_data })),
+        rows: rows.map((r) => ({
+          id: r.id,
+          value: r.value,
+          label: r.label,
+          sort_order: r.sort_order,
+          option_data: r.option_data,
+        })),
       });
 
       let broad = false;

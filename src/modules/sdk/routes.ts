@@ -23,19 +23,31 @@ const Bootstrap = Type.Object({
 });
 
 export const sdkRoutes =
-  ({ auth, bootstrap, limiter }: { auth: Auth; bootstrap: BootstrapService; limiter: RateLimiter }): FastifyPluginAsyncTypebox =>
+  ({
+    auth,
+    bootstrap,
+    limiter,
+  }: {
+    auth: Auth;
+    bootstrap: BootstrapService;
+    limiter: RateLimiter;
+  }): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get('/api/v1/sdk/bootstrap', {
-      preHandler: auth.sdkKey,
-      schema: {
-        tags: ['sdk'],
-        summary: 'Organization, app and runtime settings for SDK start-up (cacheable 24 h, 60/min per key)',
-        response: { 200: Bootstrap, ...errors(401, 429) },
+    app.get(
+      '/api/v1/sdk/bootstrap',
+      {
+        preHandler: auth.sdkKey,
+        schema: {
+          tags: ['sdk'],
+          summary: 'Organization, app and runtime settings for SDK start-up (cacheable 24 h, 60/min per key)',
+          response: { 200: Bootstrap, ...errors(401, 429) },
+        },
       },
-    }, async (req, reply) => {
-      const key = keyOf(req);
-      await enforceRate(limiter, reply, `bootstrap:${key.keyId}`, 1, BOOTSTRAP_PER_MINUTE, 'requests');
-      reply.header('cache-control', 'private, max-age=86400');
-      return bootstrap.bootstrap(key);
-    });
+      async (req, reply) => {
+        const key = keyOf(req);
+        await enforceRate(limiter, reply, `bootstrap:${key.keyId}`, 1, BOOTSTRAP_PER_MINUTE, 'requests');
+        reply.header('cache-control', 'private, max-age=86400');
+        return bootstrap.bootstrap(key);
+      },
+    );
   };

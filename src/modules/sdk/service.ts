@@ -3,7 +3,15 @@ import type { SettingsService } from '../settings/service.js';
 import type { TenancyStore } from '../tenancy/store.js';
 
 /** storePath: the config-change stream's path, relative to the base URL (the SDK subscribes to it). */
-export function createBootstrapService({ settings, tenancy, storePath }: { settings: SettingsService; tenancy: TenancyStore; storePath: string }) {
+export function createBootstrapService({
+  settings,
+  tenancy,
+  storePath,
+}: {
+  settings: SettingsService;
+  tenancy: TenancyStore;
+  storePath: string;
+}) {
   return {
     async bootstrap(key: KeyContext) {
       const [s, lock] = await Promise.all([settings.get(key), tenancy.runtimeLockOf(key.tenantId)]);
@@ -12,7 +20,11 @@ export function createBootstrapService({ settings, tenancy, storePath }: { setti
         appId: key.appId,
         environment: key.environment,
         storePath,
-        settings: { flushInterval: s.sdk_settings.flushInterval, batchSize: s.sdk_settings.batchSize, configTTL: s.sdk_settings.configTTL },
+        settings: {
+          flushInterval: s.sdk_settings.flushInterval,
+          batchSize: s.sdk_settings.batchSize,
+          configTTL: s.sdk_settings.configTTL,
+        },
         ...(lock ? { runtime_lock: lock } : {}),
       };
     },

@@ -29,16 +29,33 @@ const Patch = Type.Object({
 export const settingsRoutes =
   ({ auth, settings }: { auth: Auth; settings: SettingsService }): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get('/api/v1/settings', {
-      preHandler: auth.customer('admin'),
-      schema: { tags: ['settings'], summary: 'Read app settings (admin+)', response: { 200: Type.Object({ data: Settings }), ...errors(401, 403) } },
-    }, async (req) => ({ data: await settings.read(scopeOf(customerOf(req))) }));
+    app.get(
+      '/api/v1/settings',
+      {
+        preHandler: auth.customer('admin'),
+        schema: {
+          tags: ['settings'],
+          summary: 'Read app settings (admin+)',
+          response: { 200: Type.Object({ data: Settings }), ...errors(401, 403) },
+        },
+      },
+      async (req) => ({ data: await settings.read(scopeOf(customerOf(req))) }),
+    );
 
-    app.patch('/api/v1/settings', {
-      preHandler: auth.customer('admin'),
-      schema: { tags: ['settings'], summary: 'Change app settings (admin+)', body: Patch, response: { 200: Type.Object({ data: Settings }), ...errors(400, 401, 403) } },
-    }, async (req) => {
-      const c = customerOf(req);
-      return { data: await settings.update(scopeOf(c), c.userId, req.body) };
-    });
+    app.patch(
+      '/api/v1/settings',
+      {
+        preHandler: auth.customer('admin'),
+        schema: {
+          tags: ['settings'],
+          summary: 'Change app settings (admin+)',
+          body: Patch,
+          response: { 200: Type.Object({ data: Settings }), ...errors(400, 401, 403) },
+        },
+      },
+      async (req) => {
+        const c = customerOf(req);
+        return { data: await settings.update(scopeOf(c), c.userId, req.body) };
+      },
+    );
   };

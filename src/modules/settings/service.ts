@@ -20,7 +20,15 @@ const view = (s: AppSettings) => ({
   updated_at: s.updated_at.toISOString(),
 });
 
-export function createSettingsService({ store, activity, cacheTtlMs = 2000 }: { store: SettingsStore; activity: ActivityStore; cacheTtlMs?: number }) {
+export function createSettingsService({
+  store,
+  activity,
+  cacheTtlMs = 2000,
+}: {
+  store: SettingsStore;
+  activity: ActivityStore;
+  cacheTtlMs?: number;
+}) {
   // Ingestion and bootstrap read settings on every request; a short cache spares the database.
   const cache = new Map<string, { s: AppSettings; at: number }>();
 
@@ -42,7 +50,8 @@ export function createSettingsService({ store, activity, cacheTtlMs = 2000 }: { 
     async update(scope: Scope, userId: string, patch: SettingsPatch) {
       const current = await store.get(scope);
       if (!current) throw notFound('App');
-      if (patch.timezone !== undefined && !isValidTimezone(patch.timezone)) throw invalid(`Unknown IANA timezone "${patch.timezone}"`, '/body/timezone');
+      if (patch.timezone !== undefined && !isValidTimezone(patch.timezone))
+        throw invalid(`Unknown IANA timezone "${patch.timezone}"`, '/body/timezone');
       const next = await store.update(scope, {
         events_per_minute: patch.events_per_minute ?? current.events_per_minute,
         sampling_rate: patch.sampling_rate ?? current.sampling_rate,
@@ -51,7 +60,12 @@ export function createSettingsService({ store, activity, cacheTtlMs = 2000 }: { 
         extra: current.extra,
       });
       cache.delete(scope.appId);
-      await activity.record(scope, { entityType: 'settings', action: 'updated', description: `App settings changed: ${Object.keys(patch).join(', ') || 'nothing'}`, actorUserId: userId });
+      await activity.record(scope, {
+        entityType: 'settings',
+        action: 'updated',
+        description: `App settings changed: ${Object.keys(patch).join(', ') || 'nothing'}`,
+        actorUserId: userId,
+      });
       return view(next);
     },
   };

@@ -22,10 +22,14 @@ const COLS = 'events_per_minute, sampling_rate, timezone, sdk_settings, callback
 
 /** The callback signing secret is stored sealed and comes back opened. */
 export function createSettingsStore(db: Queryable, box: SecretBox) {
-  const opened = (s: AppSettings | undefined) => (s ? { ...s, callback_signing_secret: box.open(s.callback_signing_secret) } : s);
+  const opened = (s: AppSettings | undefined) =>
+    s ? { ...s, callback_signing_secret: box.open(s.callback_signing_secret) } : s;
   return {
     async get(scope: Scope): Promise<AppSettings | null> {
-      const { rows } = await db.query<AppSettings>(`SELECT ${COLS} FROM app_settings WHERE tenant_id = $1 AND app_id = $2`, [scope.tenantId, scope.appId]);
+      const { rows } = await db.query<AppSettings>(
+        `SELECT ${COLS} FROM app_settings WHERE tenant_id = $1 AND app_id = $2`,
+        [scope.tenantId, scope.appId],
+      );
       return opened(rows[0]) ?? null;
     },
     async update(scope: Scope, s: Omit<AppSettings, 'updated_at' | 'callback_signing_secret'>): Promise<AppSettings> {

@@ -7,7 +7,17 @@ import type { IdentityStore } from '../identity/store.js';
 import type { AuthenticatedUser } from '../identity/service.js';
 import type { Role, TenancyStore } from './store.js';
 
-export function createTenancyService({ db, store, users, activity }: { db: Db; store: TenancyStore; users: IdentityStore; activity: ActivityStore }) {
+export function createTenancyService({
+  db,
+  store,
+  users,
+  activity,
+}: {
+  db: Db;
+  store: TenancyStore;
+  users: IdentityStore;
+  activity: ActivityStore;
+}) {
   async function requireOrgRole(orgId: string, userId: string, min: Role): Promise<Role> {
     const role = await store.roleOf(orgId, userId);
     if (!role) throw forbidden('Not a member of this organization');
@@ -17,7 +27,13 @@ export function createTenancyService({ db, store, users, activity }: { db: Db; s
 
   return {
     async me(user: AuthenticatedUser) {
-      return { id: user.id, email: user.email, name: user.name, super_admin: user.superAdmin, organizations: await store.membershipsOf(user.id) };
+      return {
+        id: user.id,
+        email: user.email,
+        name: user.name,
+        super_admin: user.superAdmin,
+        organizations: await store.membershipsOf(user.id),
+      };
     },
 
     createOrganization(user: AuthenticatedUser, name: string) {
@@ -27,7 +43,16 @@ export function createTenancyService({ db, store, users, activity }: { db: Db; s
     async createApp(user: AuthenticatedUser, orgId: string, name: string) {
       await requireOrgRole(orgId, user.id, 'admin');
       const created = await withTx(db, (tx) => store.insertApp(orgId, name, tx));
-      await activity.record({ tenantId: orgId, appId: created.id }, { entityType: 'app', entityId: created.id, action: 'created', description: `App "${name}" created`, actorUserId: user.id });
+      await activity.record(
+        { tenantId: orgId, appId: created.id },
+        {
+          entityType: 'app',
+          entityId: created.id,
+          action: 'created',
+          description: `App "${name}" created`,
+          actorUserId: user.id,
+        },
+      );
       return created;
     },
 
@@ -54,7 +79,8 @@ export function createTenancyService({ db, store, users, activity }: { db: Db; s
       if (!role) throw new AppError('not_found', 'No such member');
       if (role === 'owner' && callerRole !== 'owner') throw forbidden('Only an owner can remove an owner');
       // The last owner stays: an organization nobody can manage could not be recovered.
-      if (!(await store.removeMember(orgId, userId))) throw new AppError('conflict', 'The last owner cannot be removed');
+      if (!(await store.removeMember(orgId, userId)))
+        throw new AppError('conflict', 'The last owner cannot be removed');
     },
   };
 }

@@ -19,12 +19,21 @@ export interface MembershipRow {
 export function createTenancyStore(db: Queryable, box: SecretBox) {
   return {
     async insertOrganization(name: string, ownerId: string, tx: Tx) {
-      const { rows } = await tx.query<{ id: string; name: string }>('INSERT INTO organizations (name) VALUES ($1) RETURNING id, name', [name]);
-      await tx.query(`INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'owner')`, [rows[0].id, ownerId]);
+      const { rows } = await tx.query<{ id: string; name: string }>(
+        'INSERT INTO organizations (name) VALUES ($1) RETURNING id, name',
+        [name],
+      );
+      await tx.query(`INSERT INTO memberships (tenant_id, user_id, role) VALUES ($1, $2, 'owner')`, [
+        rows[0].id,
+        ownerId,
+      ]);
       return rows[0];
     },
     async insertApp(tenantId: string, name: string, tx: Tx) {
-      const { rows } = await tx.query<{ id: string; name: string }>('INSERT INTO apps (tenant_id, name) VALUES ($1, $2) RETURNING id, name', [tenantId, name]);
+      const { rows } = await tx.query<{ id: string; name: string }>(
+        'INSERT INTO apps (tenant_id, name) VALUES ($1, $2) RETURNING id, name',
+        [tenantId, name],
+      );
       await tx.query('INSERT INTO app_settings (tenant_id, app_id, callback_signing_secret) VALUES ($1, $2, $3)', [
         tenantId,
         rows[0].id,
@@ -33,7 +42,10 @@ export function createTenancyStore(db: Queryable, box: SecretBox) {
       return rows[0];
     },
     async roleOf(tenantId: string, userId: string): Promise<Role | null> {
-      const { rows } = await db.query<{ role: Role }>('SELECT role FROM memberships WHERE tenant_id = $1 AND user_id = $2', [tenantId, userId]);
+      const { rows } = await db.query<{ role: Role }>(
+        'SELECT role FROM memberships WHERE tenant_id = $1 AND user_id = $2',
+        [tenantId, userId],
+      );
       return rows[0]?.role ?? null;
     },
     /** The caller's role for an app of an org, null when not a member or the app is not the org's. */
@@ -89,7 +101,10 @@ export function createTenancyStore(db: Queryable, box: SecretBox) {
       return rows;
     },
     async runtimeLockOf(tenantId: string): Promise<RuntimeLock | null> {
-      const { rows } = await db.query<{ runtime_lock: RuntimeLock | null }>('SELECT runtime_lock FROM organizations WHERE id = $1', [tenantId]);
+      const { rows } = await db.query<{ runtime_lock: RuntimeLock | null }>(
+        'SELECT runtime_lock FROM organizations WHERE id = $1',
+        [tenantId],
+      );
       return rows[0]?.runtime_lock ?? null;
     },
     async setRuntimeLock(tenantId: string, lock: RuntimeLock | null): Promise<boolean> {

@@ -7,4 +7,7 @@ import type { Scope } from '../../types/domain.js';
  * { type, timestamp, data }). Resolves once the delivery is recorded, not when it is sent.
  * The implementation is WebhookService.sendCallback (wired in compose.ts).
  */
-export type SendCallback = (scope: Scope, input: { url: string; secret: string; eventType: string; body: object }) => Promise<void>;
+export type SendCallback = (
+  scope: Scope,
+  input: { url: string; secret: string; eventType: string; body: object },
+) => Promise<void>;

@@ -10,7 +10,19 @@ import type { AttemptLogEntry, DeliveryRow } from './store.js';
 
 /** A delivery row as the worker claims it, with what it needs to send: the endpoint's URL and secrets. */
 export interface ClaimedDelivery
-  extends Pick<DeliveryRow, 'id' | 'tenant_id' | 'app_id' | 'kind' | 'endpoint_id' | 'environment' | 'event_type' | 'body' | 'attempts' | 'max_attempts'> {
+  extends Pick<
+    DeliveryRow,
+    | 'id'
+    | 'tenant_id'
+    | 'app_id'
+    | 'kind'
+    | 'endpoint_id'
+    | 'environment'
+    | 'event_type'
+    | 'body'
+    | 'attempts'
+    | 'max_attempts'
+  > {
   url: string;
   secrets: string[];
   /** The endpoint has a failure streak that a success must end. */
@@ -34,8 +46,15 @@ export function createQueueStore(db: Db, box: SecretBox) {
      * payload never travels through Node). SKIP LOCKED lets many workers drain it at once;
      * deleting (rather than a watermark) is immune to ids that commit out of order.
      */
-    async fanOut(limit: number, maxAttempts: number): Promise<{ events: number; deliveries: number; byEndpoint: Record<string, number> }> {
-      const { rows } = await db.query<{ events: number; deliveries: number; by_endpoint: Record<string, number> | null }>(
+    async fanOut(
+      limit: number,
+      maxAttempts: number,
+    ): Promise<{ events: number; deliveries: number; byEndpoint: Record<string, number> }> {
+      const { rows } = await db.query<{
+        events: number;
+        deliveries: number;
+        by_endpoint: Record<string, number> | null;
+      }>(
         `WITH claimed AS (
            SELECT id, tenant_id, app_id, environment, event_type, payload, created_at
              FROM outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -67,7 +86,11 @@ export function createQueueStore(db: Db, box: SecretBox) {
      * fence: only the holder of that attempt can record its outcome, so two workers never send
      * the same attempt, and a worker that died mid-send is retried once the lease lapses.
      */
-    async claimDue(limit: number, leaseSeconds: number, cap: { perEndpoint: number; inFlight: Map<string, number> }): Promise<ClaimedDelivery[]> {
+    async claimDue(
+      limit: number,
+      leaseSeconds: number,
+      cap: { perEndpoint: number; inFlight: Map<string, number> },
+    ): Promise<ClaimedDelivery[]> {
       const saturated = [...cap.inFlight].filter(([, n]) => n >= cap.perEndpoint).map(([id]) => id);
       const { rows } = await db.query<ClaimedDelivery>(
         `WITH seen AS (
@@ -116,9 +139,21 @@ export function createQueueStore(db: Db, box: SecretBox) {
      */
     async recordOutcome(
       d: Pick<ClaimedDelivery, 'id' | 'attempts'>,
-      o: { succeeded: boolean; retryInS: number | null; statusCode: number | null; error: string | null; durationMs: number },
+      o: {
+        succeeded: boolean;
+        retryInS: number | null;
+        statusCode: number | null;
+        error: string | null;
+        durationMs: number;
+      },
     ): Promise<boolean> {
-      const entry: AttemptLogEntry = { attempt: d.attempts, at: new Date().toISOString(), status_code: o.statusCode, duration_ms: o.durationMs, error: o.error };
+      const entry: AttemptLogEntry = {
+        attempt: d.attempts,
+        at: new Date().toISOString(),
+        status_code: o.statusCode,
+        duration_ms: o.durationMs,
+        error: o.error,
+      };
       const { rowCount } = await db.query(
         `UPDATE webhook_deliveries SET
            status = CASE WHEN $3 THEN 'succeeded' WHEN $4::float8 IS NULL THEN 'failed' ELSE 'pending' END,
@@ -141,7 +176,15 @@ export function createQueueStore(db: Db, box: SecretBox) {
         attempts: i.attempts,
         code: i.statusCode,
         ms: i.durationMs,
-        entry: [{ attempt: i.attempts, at, status_code: i.statusCode, duration_ms: i.durationMs, error: null } satisfies AttemptLogEntry],
+        entry: [
+          {
+            attempt: i.attempts,
+            at,
+            status_code: i.statusCode,
+            duration_ms: i.durationMs,
+            error: null,
+          } satisfies AttemptLogEntry,
+        ],
       }));
       await db.query(
         `UPDATE webhook_deliveries d SET
@@ -156,7 +199,9 @@ export function createQueueStore(db: Db, box: SecretBox) {
 
     /** Success ends a failure streak. */
     async endpointSucceeded(endpointId: string): Promise<void> {
-      await db.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId]);
+      await db.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [
+        endpointId,
+      ]);
     },
 
     /** Starts or extends the failure streak; returns when it began. */
@@ -169,7 +214,10 @@ export function createQueueStore(db: Db, box: SecretBox) {
     },
 
     /** Disables an endpoint and fails its waiting deliveries (they can be retried by hand once it is enabled again). */
-    async disableEndpoint(endpointId: string, reason: string): Promise<{ tenant_id: string; app_id: string; url: string } | null> {
+    async disableEndpoint(
+      endpointId: string,
+      reason: string,
+    ): Promise<{ tenant_id: string; app_id: string; url: string } | null> {
       return withTx(db, async (tx) => {
         const { rows } = await tx.query<{ tenant_id: string; app_id: string; url: string }>(
           `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, disabled_at = now(), updated_at = now()

@@ -7,7 +7,12 @@ import { newWebhookSecret } from '../../outbound/signer.js';
 import type { ActivityStore } from '../activity/store.js';
 import type { DeliveryRow, EndpointRow, WebhookStore } from './store.js';
 
-export const WEBHOOK_EVENT_TYPES = ['onboarding.started', 'onboarding.completed', 'experiment.exposure', 'user.identified'] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  'onboarding.started',
+  'onboarding.completed',
+  'experiment.exposure',
+  'user.identified',
+] as const;
 export const MAX_ENDPOINTS_PER_APP = 50;
 /** The type of the console's test deliveries; no endpoint subscribes to it, it is sent on request only. */
 export const TEST_EVENT_TYPE = 'webhook.test';
@@ -17,7 +22,8 @@ export const ROTATION_OVERLAP_MS = 24 * 3600_000;
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function endpointView(e: EndpointRow) {
-  const overlap = e.previous_secret && e.previous_secret_expires_at && e.previous_secret_expires_at.getTime() > Date.now();
+  const overlap =
+    e.previous_secret && e.previous_secret_expires_at && e.previous_secret_expires_at.getTime() > Date.now();
   return {
     id: e.id,
     url: e.url,
@@ -54,7 +60,10 @@ export function deliveryView(d: DeliveryRow) {
 /** Ad-network types are refused with their own code; anything else outside the list is a validation error. */
 function checkEvents(events: string[]): string[] {
   if (events.some((t) => t.toLowerCase().startsWith('ad_network'))) {
-    throw new AppError('webhooks_not_supported', 'Webhooks are not supported for the ad network; its state changes are found by the hourly metrics sync');
+    throw new AppError(
+      'webhooks_not_supported',
+      'Webhooks are not supported for the ad network; its state changes are found by the hourly metrics sync',
+    );
   }
   const bad = events.findIndex((t) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(t));
   if (bad >= 0) {
@@ -75,7 +84,14 @@ export interface WebhookServiceDeps {
   wake?: () => void;
 }
 
-export function createWebhookService({ db, store, activity, allowPrivateTargets, scheduleS, wake = () => undefined }: WebhookServiceDeps) {
+export function createWebhookService({
+  db,
+  store,
+  activity,
+  allowPrivateTargets,
+  scheduleS,
+  wake = () => undefined,
+}: WebhookServiceDeps) {
   async function mustGet(scope: Scope, id: string): Promise<EndpointRow> {
     const e = await store.getEndpoint(scope, id);
     if (!e) throw notFound('Webhook');
@@ -83,10 +99,20 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
   }
 
   const record = (scope: Scope, id: string, action: string, description: string, userId: string) =>
-    activity.record(scope, { entityType: 'webhook', entityId: id, action, description: description.slice(0, 500), actorUserId: userId });
+    activity.record(scope, {
+      entityType: 'webhook',
+      entityId: id,
+      action,
+      description: description.slice(0, 500),
+      actorUserId: userId,
+    });
 
   return {
-    async create(scope: Scope, userId: string, input: { url: string; events: string[]; description?: string; enabled?: boolean }) {
+    async create(
+      scope: Scope,
+      userId: string,
+      input: { url: string; events: string[]; description?: string; enabled?: boolean },
+    ) {
       const events = checkEvents(input.events);
       const url = (await assertPublicTarget(input.url, 'url', allowPrivateTargets)).toString();
       const secret = newWebhookSecret();
@@ -96,7 +122,18 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
         if ((await store.countEndpoints(scope, tx)) >= MAX_ENDPOINTS_PER_APP) {
           throw new AppError('conflict', `An app can have at most ${MAX_ENDPOINTS_PER_APP} webhooks`);
         }
-        return store.insertEndpoint(scope, { url, events, description: input.description ?? null, enabled: input.enabled ?? true, secret, createdBy: userId }, tx);
+        return store.insertEndpoint(
+          scope,
+          {
+            url,
+            events,
+            description: input.description ?? null,
+            enabled: input.enabled ?? true,
+            secret,
+            createdBy: userId,
+          },
+          tx,
+        );
       });
       await record(scope, row.id, 'created', `Webhook ${url} created for ${events.join(', ')}`, userId);
       return { ...endpointView(row), secret };
@@ -110,15 +147,34 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
       return endpointView(await mustGet(scope, id));
     },
 
-    async update(scope: Scope, userId: string, id: string, patch: { url?: string; events?: string[]; enabled?: boolean; description?: string | null }) {
+    async update(
+      scope: Scope,
+      userId: string,
+      id: string,
+      patch: { url?: string; events?: string[]; enabled?: boolean; description?: string | null },
+    ) {
       const events = patch.events ? checkEvents(patch.events) : undefined;
-      const url = patch.url !== undefined ? (await assertPublicTarget(patch.url, 'url', allowPrivateTargets)).toString() : undefined;
+      const url =
+        patch.url !== undefined
+          ? (await assertPublicTarget(patch.url, 'url', allowPrivateTargets)).toString()
+          : undefined;
       await mustGet(scope, id);
-      const row = await store.updateEndpoint(scope, id, { url, events, enabled: patch.enabled, description: patch.description });
+      const row = await store.updateEndpoint(scope, id, {
+        url,
+        events,
+        enabled: patch.enabled,
+        description: patch.description,
+      });
       if (!row) throw notFound('Webhook');
       if (patch.enabled === false) await store.failWaiting(scope, id);
       const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
-      await record(scope, id, patch.enabled === false ? 'disabled' : patch.enabled === true ? 'enabled' : 'updated', `Webhook ${row.url} updated (${changed.join(', ') || 'no fields'})`, userId);
+      await record(
+        scope,
+        id,
+        patch.enabled === false ? 'disabled' : patch.enabled === true ? 'enabled' : 'updated',
+        `Webhook ${row.url} updated (${changed.join(', ') || 'no fields'})`,
+        userId,
+      );
       return endpointView(row);
     },
 
@@ -133,7 +189,13 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
       const secret = newWebhookSecret();
       const row = await store.rotateSecret(scope, id, secret, new Date(Date.now() + ROTATION_OVERLAP_MS));
       if (!row) throw notFound('Webhook');
-      await record(scope, id, 'secret_rotated', `Webhook ${row.url} signing secret rotated; the old one signs for 24 h more`, userId);
+      await record(
+        scope,
+        id,
+        'secret_rotated',
+        `Webhook ${row.url} signing secret rotated; the old one signs for 24 h more`,
+        userId,
+      );
       return { ...endpointView(row), secret };
     },
 
@@ -152,10 +214,17 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
     async retry(scope: Scope, userId: string, id: string, deliveryId: string) {
       const e = await mustGet(scope, id);
       if (!(await store.getDelivery(scope, id, deliveryId))) throw notFound('Delivery');
-      if (!e.enabled) throw new AppError('conflict', 'The webhook is disabled; enable it before retrying its deliveries');
+      if (!e.enabled)
+        throw new AppError('conflict', 'The webhook is disabled; enable it before retrying its deliveries');
       const d = await store.requeueDelivery(scope, id, deliveryId);
       if (!d) throw new AppError('conflict', 'An attempt of this delivery is in progress; retry when it has finished');
-      await record(scope, id, 'delivery_retried', `Delivery ${deliveryId} of webhook ${e.url} queued for a manual retry`, userId);
+      await record(
+        scope,
+        id,
+        'delivery_retried',
+        `Delivery ${deliveryId} of webhook ${e.url} queued for a manual retry`,
+        userId,
+      );
       wake();
       return deliveryView(d);
     },
@@ -164,8 +233,17 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
     async sendTest(scope: Scope, userId: string, id: string) {
       const e = await mustGet(scope, id);
       if (!e.enabled) throw new AppError('conflict', 'The webhook is disabled; enable it before sending a test event');
-      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: new Date().toISOString(), environment: null, data: { webhook_id: id, test: true } });
-      const d = await store.insertTestDelivery(scope, id, { eventType: TEST_EVENT_TYPE, body, maxAttempts: 1 + scheduleS.length });
+      const body = JSON.stringify({
+        type: TEST_EVENT_TYPE,
+        timestamp: new Date().toISOString(),
+        environment: null,
+        data: { webhook_id: id, test: true },
+      });
+      const d = await store.insertTestDelivery(scope, id, {
+        eventType: TEST_EVENT_TYPE,
+        body,
+        maxAttempts: 1 + scheduleS.length,
+      });
       await record(scope, id, 'test_sent', `Test event queued for webhook ${e.url}`, userId);
       wake();
       return deliveryView(d);
@@ -175,7 +253,10 @@ export function createWebhookService({ db, store, activity, allowPrivateTargets,
      * Durably queues a signed callback (the export completion callback): sent by the same worker,
      * client, guard and retry schedule as webhooks, signed with `secret` alone, body exactly as given.
      */
-    async sendCallback(scope: Scope, input: { url: string; secret: string; eventType: string; body: object }): Promise<void> {
+    async sendCallback(
+      scope: Scope,
+      input: { url: string; secret: string; eventType: string; body: object },
+    ): Promise<void> {
       await store.insertCallback(scope, {
         url: input.url,
         secret: input.secret,

@@ -76,7 +76,14 @@ export function createWebhookStore(db: Queryable, box: SecretBox) {
 
     async insertEndpoint(
       scope: Scope,
-      e: { url: string; events: string[]; description: string | null; enabled: boolean; secret: string; createdBy: string },
+      e: {
+        url: string;
+        events: string[];
+        description: string | null;
+        enabled: boolean;
+        secret: string;
+        createdBy: string;
+      },
       tx?: Tx,
     ): Promise<EndpointRow> {
       const { rows } = await (tx ?? db).query<EndpointRow>(
@@ -116,7 +123,16 @@ export function createWebhookStore(db: Queryable, box: SecretBox) {
            disabled_at = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND enabled THEN now() ELSE disabled_at END,
            updated_at = now()
          WHERE tenant_id = $1 AND app_id = $2 AND id = $3 RETURNING ${ENDPOINT_COLS}`,
-        [scope.tenantId, scope.appId, id, p.url ?? null, p.events ?? null, p.enabled ?? null, p.description !== undefined, p.description ?? null],
+        [
+          scope.tenantId,
+          scope.appId,
+          id,
+          p.url ?? null,
+          p.events ?? null,
+          p.enabled ?? null,
+          p.description !== undefined,
+          p.description ?? null,
+        ],
       );
       return rows[0] ?? null;
     },
@@ -140,15 +156,25 @@ export function createWebhookStore(db: Queryable, box: SecretBox) {
     },
 
     async deleteEndpoint(scope: Scope, id: string): Promise<boolean> {
-      const { rowCount } = await db.query('DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND app_id = $2 AND id = $3', [scope.tenantId, scope.appId, id]);
+      const { rowCount } = await db.query(
+        'DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND app_id = $2 AND id = $3',
+        [scope.tenantId, scope.appId, id],
+      );
       return (rowCount ?? 0) > 0;
     },
 
-    async listDeliveries(scope: Scope, endpointId: string, q: { limit: number; offset: number; status?: string }): Promise<{ rows: DeliveryRow[]; total: number }> {
+    async listDeliveries(
+      scope: Scope,
+      endpointId: string,
+      q: { limit: number; offset: number; status?: string },
+    ): Promise<{ rows: DeliveryRow[]; total: number }> {
       const args = [scope.tenantId, scope.appId, endpointId, q.status ?? null];
       const where = `tenant_id = $1 AND app_id = $2 AND endpoint_id = $3 AND ($4::text IS NULL OR status = $4)`;
       const [list, count] = await Promise.all([
-        db.query<DeliveryRow>(`SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE ${where} ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`, [...args, q.limit, q.offset]),
+        db.query<DeliveryRow>(
+          `SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE ${where} ORDER BY created_at DESC, id LIMIT $5 OFFSET $6`,
+          [...args, q.limit, q.offset],
+        ),
         db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE ${where}`, args),
       ]);
       return { rows: list.rows, total: count.rows[0].n };
@@ -180,7 +206,11 @@ export function createWebhookStore(db: Queryable, box: SecretBox) {
     },
 
     /** A delivery to one endpoint outside the outbox (the console's "send test event"). */
-    async insertTestDelivery(scope: Scope, endpointId: string, c: { eventType: string; body: string; maxAttempts: number }): Promise<DeliveryRow> {
+    async insertTestDelivery(
+      scope: Scope,
+      endpointId: string,
+      c: { eventType: string; body: string; maxAttempts: number },
+    ): Promise<DeliveryRow> {
       const { rows } = await db.query<DeliveryRow>(
         `INSERT INTO webhook_deliveries (tenant_id, app_id, kind, endpoint_id, event_type, body, max_attempts, next_attempt_at)
          VALUES ($1, $2, 'webhook', $3, $4, $5, $6, now()) RETURNING *`,
@@ -190,7 +220,10 @@ export function createWebhookStore(db: Queryable, box: SecretBox) {
     },
 
     /** A callback delivery: its own target and secret, the body exactly as given. */
-    async insertCallback(scope: Scope, c: { url: string; secret: string; eventType: string; body: string; maxAttempts: number }): Promise<string> {
+    async insertCallback(
+      scope: Scope,
+      c: { url: string; secret: string; eventType: string; body: string; maxAttempts: number },
+    ): Promise<string> {
       const { rows } = await db.query<{ id: string }>(
         `INSERT INTO webhook_deliveries (tenant_id, app_id, kind, url, secret, event_type, body, max_attempts, next_attempt_at)
          VALUES ($1, $2, 'callback', $3, $4, $5, $6, $7, now()) RETURNING id`,

@@ -80,7 +80,15 @@ function batcher<T>(write: (items: T[]) => Promise<void>, max = 500) {
  * deliveries with bounded concurrency. All state is in Postgres, so any number of these loops
  * can run side by side and a restart resumes where the rows say.
  */
-export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pollMs, concurrency = 48, onError = () => undefined }: DeliveryWorkerDeps) {
+export function createDeliveryWorker({
+  queue,
+  outbound,
+  activity,
+  scheduleS,
+  pollMs,
+  concurrency = 48,
+  onError = () => undefined,
+}: DeliveryWorkerDeps) {
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
   let wakeUp: (() => void) | null = null;
@@ -194,7 +202,13 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
     const gone = res.status === 410;
     const retryInS = gone || d.attempts >= d.max_attempts ? null : retryDelayS(scheduleS, d.attempts, res);
     const error = gone ? 'HTTP 410: endpoint is gone' : describeFailure(res);
-    const recorded = await queue.recordOutcome(d, { succeeded: false, retryInS, statusCode: res.status, error, durationMs: res.durationMs });
+    const recorded = await queue.recordOutcome(d, {
+      succeeded: false,
+      retryInS,
+      statusCode: res.status,
+      error,
+      durationMs: res.durationMs,
+    });
     if (!recorded || !d.endpoint_id) return;
     const scope = { tenantId: d.tenant_id, appId: d.app_id };
     let reason: string | null = null;
@@ -204,7 +218,12 @@ export function createDeliveryWorker({ queue, outbound, activity, scheduleS, pol
       if (since && Date.now() - since.getTime() >= DISABLE_AFTER_MS) reason = 'every delivery failed for 5 days';
     }
     if (reason && (await queue.disableEndpoint(d.endpoint_id, reason))) {
-      await activity.record(scope, { entityType: 'webhook', entityId: d.endpoint_id, action: 'disabled', description: `Webhook disabled: ${reason}` });
+      await activity.record(scope, {
+        entityType: 'webhook',
+        entityId: d.endpoint_id,
+        action: 'disabled',
+        description: `Webhook disabled: ${reason}`,
+      });
     }
   }
 

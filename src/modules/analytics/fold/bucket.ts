@@ -7,8 +7,23 @@ import { Deltas, type DeltaTable } from './deltas.js';
 import { foldDevices, type DevicePass } from './devices.js';
 import { findSessions, foldSessions, groupSessions, probeKeys } from './sessions.js';
 import {
-  APPLY_HIST_DELTAS, CREATE_HIST_DELTAS, deltaCopy, DEVICE_INSERT, DEVICE_UPDATE_COPY, DEVICE_UPDATE_TEMP, DROP_HIST_DELTAS, FOLD_TEMPS,
-  MOVE_STAGE, PURCHASE_STAGE, SESSION_INSERT, STEP_MERGE_STAGE, STEPS_INSERT, UPDATE_DEVICES, WIDEN_STAGE, without, type TempStage,
+  APPLY_HIST_DELTAS,
+  CREATE_HIST_DELTAS,
+  deltaCopy,
+  DEVICE_INSERT,
+  DEVICE_UPDATE_COPY,
+  DEVICE_UPDATE_TEMP,
+  DROP_HIST_DELTAS,
+  FOLD_TEMPS,
+  MOVE_STAGE,
+  PURCHASE_STAGE,
+  SESSION_INSERT,
+  STEP_MERGE_STAGE,
+  STEPS_INSERT,
+  UPDATE_DEVICES,
+  WIDEN_STAGE,
+  without,
+  type TempStage,
 } from './sql.js';
 import { loadDeviceStates } from './state.js';
 import { bumpAppVersions } from '../funnel-store.js';
@@ -32,7 +47,13 @@ const ATTEMPTS = 3;
  * every session looked up, up to 3 times (after a deadlock the other transaction may still hold
  * its session rows; the next attempt waits for it).
  */
-export async function foldBucket(tx: Conn, b: Bucket, dicts: RoundDicts, funnelNames: readonly string[], profile?: FoldProfile): Promise<number> {
+export async function foldBucket(
+  tx: Conn,
+  b: Bucket,
+  dicts: RoundDicts,
+  funnelNames: readonly string[],
+  profile?: FoldProfile,
+): Promise<number> {
   if (b.n === 0) return 0;
   for (let attempt = 1; ; attempt++) {
     await tx.query(`SAVEPOINT an_bucket`);
@@ -63,7 +84,14 @@ function timer(profile?: FoldProfile): Step {
   };
 }
 
-async function foldOnce(tx: Conn, b: Bucket, dicts: RoundDicts, funnelNames: readonly string[], lookUpAll: boolean, step: Step): Promise<void> {
+async function foldOnce(
+  tx: Conn,
+  b: Bucket,
+  dicts: RoundDicts,
+  funnelNames: readonly string[],
+  lookUpAll: boolean,
+  step: Step,
+): Promise<void> {
   await tx.query(CREATE_HIST_DELTAS);
   const states = await step('load devices', () => loadDeviceStates(tx, b, dicts));
   const deltas = new Deltas(dicts);
@@ -75,7 +103,9 @@ async function foldOnce(tx: Conn, b: Bucket, dicts: RoundDicts, funnelNames: rea
 
   // Sessions are looked up after the moved devices' stored sessions took their new platform and country.
   const groups = await step('group sessions (js)', () => groupSessions(b));
-  const stored = await step('look up sessions', () => findSessions(tx, b, dicts, probeKeys(b, groups, states, dicts, lookUpAll)));
+  const stored = await step('look up sessions', () =>
+    findSessions(tx, b, dicts, probeKeys(b, groups, states, dicts, lookUpAll)),
+  );
   const sessions = await step('sessions (js)', () => foldSessions(b, groups, stored, pass, dicts, deltas));
   await step('insert sessions', () => copyIn(tx, SESSION_INSERT, sessions.inserts));
   await step('widen sessions', () => throughTemp(tx, WIDEN_STAGE, sessions.widened));
@@ -88,7 +118,14 @@ async function foldOnce(tx: Conn, b: Bucket, dicts: RoundDicts, funnelNames: rea
   });
   // Stored funnel answers of these apps are no longer exact (funnel-answers.ts).
   const appEnvs = [...new Set(b.devices.tags.subarray(0, b.devices.size))].map((c) => dicts.appEnvs[c]);
-  await bumpAppVersions(tx, appEnvs.map((ae) => ({ tenantId: uuidText(ae.tenantId, 0), appId: uuidText(ae.appId, 0), environment: ae.environment })));
+  await bumpAppVersions(
+    tx,
+    appEnvs.map((ae) => ({
+      tenantId: uuidText(ae.tenantId, 0),
+      appId: uuidText(ae.appId, 0),
+      environment: ae.environment,
+    })),
+  );
   await tx.query(`DROP TABLE IF EXISTS ${FOLD_TEMPS.join(', ')}`);
   await tx.query(DROP_HIST_DELTAS);
 }

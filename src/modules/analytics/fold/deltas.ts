@@ -76,7 +76,8 @@ export class Deltas {
     const p = plat < 0 ? this.unknown : plat;
     const c = ctry < 0 ? this.unknown : ctry;
     const k = (appEnv * 65536 + p) * 65536 + c;
-    if (p >= 65536 || c >= 65536 || k > Number.MAX_SAFE_INTEGER) throw new Error('analytics fold: too many distinct platforms or countries in one round');
+    if (p >= 65536 || c >= 65536 || k > Number.MAX_SAFE_INTEGER)
+      throw new Error('analytics fold: too many distinct platforms or countries in one round');
     let s = this.segCodes.get(k);
     if (s === undefined) {
       s = this.segs.length;
@@ -147,7 +148,12 @@ export class Deltas {
         if (n === 0) continue;
         const [seg, day, gap] = unpack2(k, DAY, GAP);
         const s = row(flag, 9, seg, day);
-        flag.text(s.platform).text(s.country).int4(1 << bit).int4(gap).int4(n);
+        flag
+          .text(s.platform)
+          .text(s.country)
+          .int4(1 << bit)
+          .int4(gap)
+          .int4(n);
       }
     });
     const session = new CopyWriter();
@@ -168,6 +174,12 @@ export class Deltas {
       }
       return w;
     };
-    return { an_d_active: active, an_d_flag: flag, an_d_session: session, an_d_cohort: perDevice(this.cohort, MASK), an_d_onb: perDevice(this.onb, DAY) };
+    return {
+      an_d_active: active,
+      an_d_flag: flag,
+      an_d_session: session,
+      an_d_cohort: perDevice(this.cohort, MASK),
+      an_d_onb: perDevice(this.onb, DAY),
+    };
   }
 }

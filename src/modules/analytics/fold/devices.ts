@@ -41,7 +41,14 @@ export interface DevicePass {
   purchases: CopyWriter;
 }
 
-export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, deltas: Deltas, isStep: Uint8Array, trialName: number): DevicePass {
+export function foldDevices(
+  b: Bucket,
+  st: DeviceStates,
+  dicts: RoundDicts,
+  deltas: Deltas,
+  isStep: Uint8Array,
+  trialName: number,
+): DevicePass {
   const D = b.devices.size;
   const n = b.n;
   const { dev, ts, day, flag, name, sess, eid } = b;
@@ -66,8 +73,11 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
   };
 
   const out: Omit<DevicePass, 'steps' | 'storedSteps' | 'updates' | 'inserts'> = {
-    plat: new Int32Array(D), ctry: new Int32Array(D), seg: new Int32Array(D),
-    movedRows: new CopyWriter(), purchases: new CopyWriter(b.purchases.length * 300),
+    plat: new Int32Array(D),
+    ctry: new Int32Array(D),
+    seg: new Int32Array(D),
+    movedRows: new CopyWriter(),
+    purchases: new CopyWriter(b.purchases.length * 300),
   };
   // Device rows, written in the order of the device arrays (each device's data at hand) and sent in key order.
   const updates = new CopyWriter(D * 160, { reorder: true });
@@ -88,7 +98,15 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
       prev = dd;
     }
   };
-  const flagged = (list: Int32Array, from: number, to: number, bit: number, start: number, seg: number, sign: number) => {
+  const flagged = (
+    list: Int32Array,
+    from: number,
+    to: number,
+    bit: number,
+    start: number,
+    seg: number,
+    sign: number,
+  ) => {
     const m = 1 << bit;
     let prev = NONE;
     for (let k = from; k < to; k++) {
@@ -200,7 +218,9 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     const w = existed ? updates : inserts;
     if (existed) w.row(14).tid(st.tidBlock[d], st.tidItem[d]).raw(ae.head2);
     else w.row(14).raw(ae.head3);
-    w.uuid(keys, d * 16).int8(firstTs).date(firstDay);
+    w.uuid(keys, d * 16)
+      .int8(firstTs)
+      .date(firstDay);
     text(w, plat);
     text(w, ctry);
     w.int4(mask);
@@ -218,7 +238,10 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
     }
     w.int4Array(md, 0, m);
     if (relocated) {
-      out.movedRows.row(5).raw(ae.head2).uuid(keys, d * 16);
+      out.movedRows
+        .row(5)
+        .raw(ae.head2)
+        .uuid(keys, d * 16);
       text(out.movedRows, plat);
       text(out.movedRows, ctry);
     }
@@ -230,7 +253,13 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
   // Purchases, with their device's platform and country after the batch.
   b.purchases.forEach((i, x) => {
     const d = dev[i];
-    const w = out.purchases.row(15).raw(dicts.appEnvs[b.devices.tags[d]].head3).uuid(eid, i * 16).uuid(keys, d * 16).int8(ts[i]).date(day[i]);
+    const w = out.purchases
+      .row(15)
+      .raw(dicts.appEnvs[b.devices.tags[d]].head3)
+      .uuid(eid, i * 16)
+      .uuid(keys, d * 16)
+      .int8(ts[i])
+      .date(day[i]);
     writePurchase(w, parsePurchase(dicts.names.list[name[i]], flag[i], b.purchaseProps[x]));
     text(w, out.plat[d]);
     text(w, out.ctry[d]);
@@ -238,7 +267,10 @@ export function foldDevices(b: Bucket, st: DeviceStates, dicts: RoundDicts, delt
   // New devices in key order (index locality); stored ones in the order of their addresses: each
   // update fetches its row by address, and neighbouring rows share pages.
   const maxBlock = st.tidBlock.reduce((m, v) => Math.max(m, v), 1);
-  const inOrder = (w: CopyWriter, prefix: (r: number) => number, rotation: number) => ({ rows: w.rows, payload: w.finishIn(orderByPrefix(w.rows, prefix, rotation)) });
+  const inOrder = (w: CopyWriter, prefix: (r: number) => number, rotation: number) => ({
+    rows: w.rows,
+    payload: w.finishIn(orderByPrefix(w.rows, prefix, rotation)),
+  });
   return {
     ...out,
     updates: inOrder(updates, (r) => Math.floor((st.tidBlock[updated[r]] / maxBlock) * 65535) * 65536, 0),
@@ -284,7 +316,8 @@ export function mergeDays(old: Int32Array, from: number, to: number, bd: Int32Ar
     const ofl = stored ? flagsOf(old[i++]) : 0;
     if (!stored && bdy < minNew) minNew = bdy;
     const gained = bfl & ~ofl;
-    if (gained !== 0) for (let bit = 0; bit < FLAG_COUNT; bit++) if (gained & (1 << bit) && bdy < minGain[bit]) minGain[bit] = bdy;
+    if (gained !== 0)
+      for (let bit = 0; bit < FLAG_COUNT; bit++) if (gained & (1 << bit) && bdy < minGain[bit]) minGain[bit] = bdy;
     md[m++] = pack(bdy, bfl | ofl);
   }
   out.m = m;

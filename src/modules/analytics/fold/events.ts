@@ -87,8 +87,17 @@ export class RoundDicts {
 
   /** The code of the app environment of a COPY row's app id, tenant id and environment fields. */
   appEnvAt(b: Buffer, appOff: number, tenantOff: number, envOff: number, envLen: number): number {
-    if (envLen === this.lastLen && sameBytes(b, appOff, this.last, 0, 16) && sameBytes(b, envOff, this.last, 16, envLen)) return this.lastCode;
-    const code = this.appEnv(b.subarray(appOff, appOff + 16), b.subarray(tenantOff, tenantOff + 16), b.toString('utf8', envOff, envOff + envLen));
+    if (
+      envLen === this.lastLen &&
+      sameBytes(b, appOff, this.last, 0, 16) &&
+      sameBytes(b, envOff, this.last, 16, envLen)
+    )
+      return this.lastCode;
+    const code = this.appEnv(
+      b.subarray(appOff, appOff + 16),
+      b.subarray(tenantOff, tenantOff + 16),
+      b.toString('utf8', envOff, envOff + envLen),
+    );
     if (envLen <= 64) {
       this.last.set(b.subarray(appOff, appOff + 16), 0);
       this.last.set(b.subarray(envOff, envOff + envLen), 16);
@@ -109,7 +118,9 @@ export class RoundDicts {
       const envField = Buffer.concat([Buffer.from([0, 0, 0, env.length]), env]);
       const appId = Buffer.from(app);
       this.appEnvs.push({
-        appId, tenantId: Buffer.from(tenant), environment,
+        appId,
+        tenantId: Buffer.from(tenant),
+        environment,
         head3: new Uint8Array(Buffer.concat([uuid(tenant), uuid(app), envField])),
         head2: new Uint8Array(Buffer.concat([uuid(app), envField])),
       });
@@ -148,7 +159,10 @@ export class Bucket {
    * @param rotation where this bucket's ordered inserts start in the key space (devices.ts
    * orderByPrefix): partitions folding at the same time then insert into different index pages.
    */
-  constructor(expected: number, readonly rotation = 0) {
+  constructor(
+    expected: number,
+    readonly rotation = 0,
+  ) {
     const cap = Math.max(64, expected);
     this.devices = new KeyTable(Math.max(64, expected >> 2));
     // Up to a session per event (the worst case): a table that grows rehashes every key.
@@ -190,7 +204,23 @@ export class Bucket {
 }
 
 /** Columns of sql.ts eventsQuery, in order. */
-const enum C { Seq, Part, Tenant, App, Env, EventId, Name, Ts, Day, Anon, Session, Platform, Country, Flag, Props }
+const enum C {
+  Seq,
+  Part,
+  Tenant,
+  App,
+  Env,
+  EventId,
+  Name,
+  Ts,
+  Day,
+  Anon,
+  Session,
+  Platform,
+  Country,
+  Flag,
+  Props,
+}
 
 /**
  * Reads events (sql.ts eventsQuery: the columns above) into the bucket of partition `part`.
@@ -201,7 +231,13 @@ const enum C { Seq, Part, Tenant, App, Env, EventId, Name, Ts, Day, Anon, Sessio
  */
 export class EventReader {
   readonly foreign: (CopyWriter | null)[];
-  constructor(readonly dicts: RoundDicts, readonly bucket: Bucket, readonly part: number, parts: number, private readonly skipUpTo: number) {
+  constructor(
+    readonly dicts: RoundDicts,
+    readonly bucket: Bucket,
+    readonly part: number,
+    parts: number,
+    private readonly skipUpTo: number,
+  ) {
     this.foreign = Array.from({ length: parts }, (_, p) => (p === part ? null : new CopyWriter()));
   }
 

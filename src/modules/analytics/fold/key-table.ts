@@ -47,12 +47,16 @@ export class KeyTable {
 
   /** Where the key is in `slots`, or the empty slot where it would go. */
   private slot(buf: Uint8Array, off: number, tag: number): number {
-    const a = word(buf, off), b = word(buf, off + 4), c = word(buf, off + 8), d = word(buf, off + 12);
+    const a = word(buf, off),
+      b = word(buf, off + 4),
+      c = word(buf, off + 8),
+      d = word(buf, off + 12);
     const mask = this.cap - 1;
     const s = this.slots;
     for (let i = hash(a, b, c, d, tag) & mask; ; i = (i + 1) & mask) {
       const j = i * W;
-      if (s[j + 5] === 0 || (s[j] === a && s[j + 1] === b && s[j + 2] === c && s[j + 3] === d && s[j + 4] === tag)) return j;
+      if (s[j + 5] === 0 || (s[j] === a && s[j + 1] === b && s[j + 2] === c && s[j + 3] === d && s[j + 4] === tag))
+        return j;
     }
   }
 
@@ -102,7 +106,10 @@ function word(b: Uint8Array, p: number): number {
 
 /** Mixes every word: client-chosen ids may share most of their bytes (sequential or constant parts). */
 function hash(a: number, b: number, c: number, d: number, tag: number): number {
-  let h = Math.imul(a ^ Math.imul(b, 0x9e3779b1) ^ Math.imul(c, 0x85ebca6b) ^ Math.imul(d ^ tag, 0xc2b2ae35), 0x27d4eb2f);
+  let h = Math.imul(
+    a ^ Math.imul(b, 0x9e3779b1) ^ Math.imul(c, 0x85ebca6b) ^ Math.imul(d ^ tag, 0xc2b2ae35),
+    0x27d4eb2f,
+  );
   h ^= h >>> 15;
   h = Math.imul(h, 0x2c1b3c6d);
   return h ^ (h >>> 12);

@@ -33,7 +33,9 @@ export function parsePurchase(eventName: string, flag: number, props: Buffer): P
   }
   const o = p !== null && typeof p === 'object' && !Array.isArray(p) ? (p as Record<string, unknown>) : {};
   const price = typeof o.price === 'number' && o.price >= 0 && o.price <= 1e12 ? o.price : 0;
-  const currency = left(typeof o.currency === 'string' ? o.currency : 'USD', 8).replace(/[a-z]+/g, (c) => c.toUpperCase());
+  const currency = left(typeof o.currency === 'string' ? o.currency : 'USD', 8).replace(/[a-z]+/g, (c) =>
+    c.toUpperCase(),
+  );
   const period = typeof o.period === 'string' ? left(o.period, 16) : null;
   const m = period === null ? null : PERIOD.exec(period);
   const kind = eventName === 'purchase_refunded' ? 'refund' : flag & FLAG.trial ? 'trial' : 'paid';

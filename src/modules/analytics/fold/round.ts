@@ -16,16 +16,22 @@ export const ALL = -1;
 
 /** Locks the state row of partition `part` (ALL: every row) in the open transaction; their watermarks. */
 export async function lockState(tx: Conn, part: number): Promise<number[]> {
-  const { rows } = await tx.query<{ w: number }>(`SELECT watermark AS w FROM an_rollup_state WHERE id = $1 OR $1 = ${ALL} ORDER BY id FOR UPDATE`, [part]);
+  const { rows } = await tx.query<{ w: number }>(
+    `SELECT watermark AS w FROM an_rollup_state WHERE id = $1 OR $1 = ${ALL} ORDER BY id FOR UPDATE`,
+    [part],
+  );
   return rows.map((r) => Number(r.w));
 }
 
 /** Moves partition `part` (ALL: every one) to `to`, counting `folded` events for it (ALL: for partition 0). */
 export async function advanceState(tx: Conn, part: number, to: number, folded: number): Promise<void> {
-  await tx.query(`
+  await tx.query(
+    `
 UPDATE an_rollup_state SET watermark = greatest(watermark, $1), folded_at = now(),
        events_folded = events_folded + CASE WHEN id = greatest($3, 0) THEN $2 ELSE 0 END
- WHERE id = $3 OR $3 = ${ALL}`, [to, folded, part]);
+ WHERE id = $3 OR $3 = ${ALL}`,
+    [to, folded, part],
+  );
 }
 
 /**
@@ -47,7 +53,9 @@ const WAL_UNCOMPRESSED = `SELECT set_config('wal_compression', 'off', true) WHER
 export async function prepareFold(tx: Conn, zone: string, workMemMb: number): Promise<void> {
   // Rollups and watermark commit together; losing the tail of them in a crash only means refolding it.
   await tx.query(`SET LOCAL synchronous_commit = off`);
-  await tx.query(`SELECT set_config('work_mem', $1, true), set_config('hash_mem_multiplier', '4', true)`, [`${Math.trunc(workMemMb)}MB`]);
+  await tx.query(`SELECT set_config('work_mem', $1, true), set_config('hash_mem_multiplier', '4', true)`, [
+    `${Math.trunc(workMemMb)}MB`,
+  ]);
   // The partitions already keep every core busy: parallel workers only competed with them.
   await tx.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
   await tx.query(WAL_UNCOMPRESSED);
@@ -78,7 +86,10 @@ export interface FoldResult {
  * watermark (null otherwise): small rounds (ANALYTICS_FOLD_PARALLEL_MIN, the steady state) would
  * cost each partition the fixed cost of its statements for work that takes a fraction of a second.
  */
-export function foldTogether(conn: Conn, { to, zone, workMemMb, profile }: { to: number; zone: string; workMemMb: number; profile?: FoldProfile }): Promise<FoldResult | null> {
+export function foldTogether(
+  conn: Conn,
+  { to, zone, workMemMb, profile }: { to: number; zone: string; workMemMb: number; profile?: FoldProfile },
+): Promise<FoldResult | null> {
   return inTx(conn, async () => {
     const marks = await lockState(conn, ALL);
     if (marks.some((w) => w !== marks[0])) return null;
@@ -99,12 +110,27 @@ export function foldTogether(conn: Conn, { to, zone, workMemMb, profile }: { to:
  * ones commit. The events are read in time order, `chunk` at a time (keyset on the app's index):
  * every batch after the first continues the devices and sessions the earlier ones stored.
  */
-export function rebuildApp(conn: Conn, { appId, timezone, chunk, workMemMb, profile }: { appId: string; timezone: string; chunk: number; workMemMb: number; profile?: FoldProfile }): Promise<number> {
+export function rebuildApp(
+  conn: Conn,
+  {
+    appId,
+    timezone,
+    chunk,
+    workMemMb,
+    profile,
+  }: { appId: string; timezone: string; chunk: number; workMemMb: number; profile?: FoldProfile },
+): Promise<number> {
   return inTx(conn, async () => {
-    const { rows } = await conn.query<{ id: number; watermark: number }>(`SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`);
+    const { rows } = await conn.query<{ id: number; watermark: number }>(
+      `SELECT id, watermark FROM an_rollup_state ORDER BY id FOR UPDATE`,
+    );
     const wm = `CASE ${partOf('e.anon_id', rows.length)} ${rows.map((r) => `WHEN ${Number(r.id)} THEN ${Number(r.watermark)}`).join(' ')} END`;
     await prepareFold(conn, timezone, workMemMb);
-    await conn.query(`UPDATE an_app_state SET timezone = $2, defs = $3, rebuilt_at = now() WHERE app_id = $1`, [appId, timezone, DEFINITIONS_VERSION]);
+    await conn.query(`UPDATE an_app_state SET timezone = $2, defs = $3, rebuilt_at = now() WHERE app_id = $1`, [
+      appId,
+      timezone,
+      DEFINITIONS_VERSION,
+    ]);
     for (const t of ROLLUP_TABLES) await conn.query(`DELETE FROM ${t} WHERE app_id = $1`, [appId]);
     const names = await funnelEventNames(conn);
     let folded = 0;
@@ -113,7 +139,9 @@ export function rebuildApp(conn: Conn, { appId, timezone, chunk, workMemMb, prof
       const reader = new EventReader(new RoundDicts(), new Bucket(chunk), 0, 1, -1);
       const where = `e.app_id = '${appId.replace(/[^0-9a-f-]/gi, '')}' AND e.seq <= ${wm}${after}`;
       const tail = ` ORDER BY e.environment, e.ts, e.event_id LIMIT ${Math.trunc(chunk)}`;
-      const n = await readInto(conn, reader, eventsQuery(where, timezone, '0', { oneApp: true, tail }), { hashJoin: false });
+      const n = await readInto(conn, reader, eventsQuery(where, timezone, '0', { oneApp: true, tail }), {
+        hashJoin: false,
+      });
       const { bucket, dicts } = reader;
       folded += await foldBucket(conn, bucket, dicts, names, profile);
       if (n < chunk) return folded;

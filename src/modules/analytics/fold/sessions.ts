@@ -32,9 +32,12 @@ export interface SessionGroups {
 export function groupSessions(b: Bucket): SessionGroups {
   const S = b.sessions.size;
   const g: SessionGroups = {
-    start: new Float64Array(S).fill(Infinity), end: new Float64Array(S).fill(-Infinity),
-    startDay: new Int32Array(S).fill(2147483647), endDay: new Int32Array(S).fill(-2147483648),
-    owner: new Int32Array(S).fill(-1), shared: new Uint8Array(S),
+    start: new Float64Array(S).fill(Infinity),
+    end: new Float64Array(S).fill(-Infinity),
+    startDay: new Int32Array(S).fill(2147483647),
+    endDay: new Int32Array(S).fill(-2147483648),
+    owner: new Int32Array(S).fill(-1),
+    shared: new Uint8Array(S),
   };
   const { sess, ts, day, dev, eid } = b;
   for (let i = 0; i < b.n; i++) {
@@ -69,10 +72,18 @@ export function probeKeys(b: Bucket, g: SessionGroups, st: DeviceStates, dicts: 
   const keys = b.sessions.bytes;
   for (let s = 0; s < b.sessions.size; s++) {
     const d = b.dev[g.owner[s]];
-    const probe = all || g.shared[s] === 1 || (st.existed[d] === 1 && (Number.isNaN(st.lastTs[d]) || g.start[s] <= st.lastTs[d]
-      || (st.hasLastSession[d] === 1 && Buffer.compare(keys.subarray(s * 16, s * 16 + 16), st.lastSession.subarray(d * 16, d * 16 + 16)) === 0)));
+    const probe =
+      all ||
+      g.shared[s] === 1 ||
+      (st.existed[d] === 1 &&
+        (Number.isNaN(st.lastTs[d]) ||
+          g.start[s] <= st.lastTs[d] ||
+          (st.hasLastSession[d] === 1 &&
+            Buffer.compare(keys.subarray(s * 16, s * 16 + 16), st.lastSession.subarray(d * 16, d * 16 + 16)) === 0)));
     if (!probe) continue;
-    w.row(3).uuid(keys, s * 16).raw(dicts.appEnvs[b.sessions.tags[s]].head2);
+    w.row(3)
+      .uuid(keys, s * 16)
+      .raw(dicts.appEnvs[b.sessions.tags[s]].head2);
   }
   return w;
 }
@@ -88,14 +99,35 @@ export interface StoredSessions {
 }
 
 /** Columns of FIND_SESSIONS, in order. */
-const enum C { Session, App, Env, Tenant, Start, End, StartDay, EndDay, Platform, Country }
+const enum C {
+  Session,
+  App,
+  Env,
+  Tenant,
+  Start,
+  End,
+  StartDay,
+  EndDay,
+  Platform,
+  Country,
+}
 
 /** Reads the stored extent, platform and country of the probed sessions. */
-export async function findSessions(tx: Conn, b: Bucket, dicts: RoundDicts, probes: CopyWriter): Promise<StoredSessions> {
+export async function findSessions(
+  tx: Conn,
+  b: Bucket,
+  dicts: RoundDicts,
+  probes: CopyWriter,
+): Promise<StoredSessions> {
   const S = b.sessions.size;
   const r: StoredSessions = {
-    found: new Uint8Array(S), start: new Float64Array(S), end: new Float64Array(S),
-    startDay: new Int32Array(S), endDay: new Int32Array(S), plat: new Int32Array(S), ctry: new Int32Array(S),
+    found: new Uint8Array(S),
+    start: new Float64Array(S),
+    end: new Float64Array(S),
+    startDay: new Int32Array(S),
+    endDay: new Int32Array(S),
+    plat: new Int32Array(S),
+    ctry: new Int32Array(S),
   };
   if (probes.rows === 0) return r;
   await tx.query(SESSION_PROBE_TEMP);
@@ -130,7 +162,14 @@ export interface SessionPass {
  * widened one (its platform and country stay the stored ones). Sessions are visited in the order
  * of their arrays, and the new rows sent in key order (CopyWriter.finishIn).
  */
-export function foldSessions(b: Bucket, g: SessionGroups, stored: StoredSessions, pass: DevicePass, dicts: RoundDicts, deltas: Deltas): SessionPass {
+export function foldSessions(
+  b: Bucket,
+  g: SessionGroups,
+  stored: StoredSessions,
+  pass: DevicePass,
+  dicts: RoundDicts,
+  deltas: Deltas,
+): SessionPass {
   const S = b.sessions.size;
   const keys = b.sessions.bytes;
   const fields = dicts.strings.fields;
@@ -144,17 +183,28 @@ export function foldSessions(b: Bucket, g: SessionGroups, stored: StoredSessions
       const end = Math.max(g.end[s], stored.end[s]);
       const sd = Math.min(g.startDay[s], stored.startDay[s]);
       const ed = Math.max(g.endDay[s], stored.endDay[s]);
-      if (start === stored.start[s] && end === stored.end[s] && sd === stored.startDay[s] && ed === stored.endDay[s]) continue;
+      if (start === stored.start[s] && end === stored.end[s] && sd === stored.startDay[s] && ed === stored.endDay[s])
+        continue;
       const seg = deltas.seg(b.sessions.tags[s], stored.plat[s], stored.ctry[s]);
       deltas.session1(seg, stored.startDay[s], stored.endDay[s], -1, -(stored.end[s] - stored.start[s]) / 1e6);
       deltas.session1(seg, sd, ed, 1, (end - start) / 1e6);
-      widened.row(7).uuid(keys, s * 16).raw(ae.head2).int8(start).int8(end).date(sd).date(ed);
+      widened
+        .row(7)
+        .uuid(keys, s * 16)
+        .raw(ae.head2)
+        .int8(start)
+        .int8(end)
+        .date(sd)
+        .date(ed);
       continue;
     }
     const d = b.dev[g.owner[s]];
     deltas.session1(pass.seg[d], g.startDay[s], g.endDay[s], 1, (g.end[s] - g.start[s]) / 1e6);
     rowSession[w.rows] = s;
-    w.row(11).raw(ae.head3).uuid(keys, s * 16).uuid(b.devices.bytes, d * 16);
+    w.row(11)
+      .raw(ae.head3)
+      .uuid(keys, s * 16)
+      .uuid(b.devices.bytes, d * 16);
     if (pass.plat[d] < 0) w.null();
     else w.raw(fields[pass.plat[d]]);
     if (pass.ctry[d] < 0) w.null();

@@ -1,5 +1,12 @@
 import type { Conn, Queryable } from '../../../db/pool.js';
-import { DEFAULT_FUNNEL_EVENTS, flagSql, monthlySql, periodEndSql, STEP_TIMES_KEPT, usdRateSql } from '../definitions.js';
+import {
+  DEFAULT_FUNNEL_EVENTS,
+  flagSql,
+  monthlySql,
+  periodEndSql,
+  STEP_TIMES_KEPT,
+  usdRateSql,
+} from '../definitions.js';
 
 /**
  * The fold's SQL (bucket.ts, round.ts, state.ts and sessions.ts run it). The fold reads a round's events with one COPY,
@@ -20,7 +27,9 @@ const FLAG_SQL = flagSql();
  * WHERE clause (its ORDER BY and LIMIT: no join may come between the index and the limit).
  */
 export function eventsQuery(where: string, zone: string, part: string, { oneApp = false, tail = '' } = {}): string {
-  const day = oneApp ? 'e.ts::date' : `CASE WHEN st.timezone = '${zone.replace(/'/g, "''")}' THEN e.ts::date
+  const day = oneApp
+    ? 'e.ts::date'
+    : `CASE WHEN st.timezone = '${zone.replace(/'/g, "''")}' THEN e.ts::date
             ELSE (e.ts AT TIME ZONE coalesce(st.timezone, 'UTC'))::date END`;
   return `
 SELECT e.seq, (${part})::int4, e.tenant_id, e.app_id, e.environment, e.event_id, e.event_name, e.ts, ${day},
@@ -37,7 +46,15 @@ SELECT e.seq, (${part})::int4, e.tenant_id, e.app_id, e.environment, e.event_id,
 
 /** Every rollup table the fold writes (a rebuild empties an app's rows of each). */
 export const ROLLUP_TABLES = [
-  'an_devices', 'an_active_hist', 'an_sessions', 'an_session_hist', 'an_purchases', 'an_steps', 'an_cohort_hist', 'an_onb_hist', 'an_flag_hist',
+  'an_devices',
+  'an_active_hist',
+  'an_sessions',
+  'an_session_hist',
+  'an_purchases',
+  'an_steps',
+  'an_cohort_hist',
+  'an_onb_hist',
+  'an_flag_hist',
   'an_rev_hist',
 ];
 
@@ -83,7 +100,9 @@ export const DEVICE_UPDATE_COPY = `an_dev_upd (tid, app_id, environment, anon_id
  * (bucket.ts switches the other join methods off for it).
  */
 export const UPDATE_DEVICES = `
-UPDATE an_devices d SET (${DEVICE_STATE}) = (${DEVICE_STATE.split(', ').map((c) => `u.${c}`).join(', ')})
+UPDATE an_devices d SET (${DEVICE_STATE}) = (${DEVICE_STATE.split(', ')
+  .map((c) => `u.${c}`)
+  .join(', ')})
   FROM an_dev_upd u WHERE d.ctid = u.tid AND d.anon_id = u.anon_id AND d.app_id = u.app_id AND d.environment = u.environment`;
 
 // --- Devices moved to another platform or country by a late first event ---
@@ -110,8 +129,11 @@ SELECT y.session_id, y.tenant_id, y.app_id, y.environment, y.start_day, y.end_da
   revenueDelta('+', MOVED_PURCHASES),
   `UPDATE an_sessions t SET platform = y.new_platform, country = y.new_country
      FROM an_mvs y WHERE t.session_id = y.session_id AND t.app_id = y.app_id AND t.environment = y.environment`,
-  sessionDelta('+', `(SELECT tenant_id, app_id, environment, start_day, end_day, start_ts, end_ts, new_platform AS platform,
-                             new_country AS country FROM an_mvs) y`),
+  sessionDelta(
+    '+',
+    `(SELECT tenant_id, app_id, environment, start_day, end_day, start_ts, end_ts, new_platform AS platform,
+                             new_country AS country FROM an_mvs) y`,
+  ),
   `DROP TABLE an_mvs`,
 ];
 
@@ -125,7 +147,8 @@ SELECT s.session_id, s.app_id, s.environment, s.tenant_id, s.start_ts, s.end_ts,
   FROM an_probe p JOIN an_sessions s ON s.session_id = p.session_id AND s.app_id = p.app_id AND s.environment = p.environment`;
 
 /** COPY target of new sessions, in key order (a plain insert: sessions.ts knows they are new). */
-export const SESSION_INSERT = 'an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)';
+export const SESSION_INSERT =
+  'an_sessions (tenant_id, app_id, environment, session_id, anon_id, platform, country, start_ts, end_ts, start_day, end_day)';
 
 const SESSION_WIDEN_TEMP = `
 CREATE TEMP TABLE an_sw (session_id uuid, app_id uuid, environment text, start_ts timestamptz, end_ts timestamptz, start_day date, end_day date) ON COMMIT DROP`;
@@ -217,7 +240,9 @@ const HISTS = [
   ['an_rev_hist', 'an_d_rev', 'day, platform, country, kind, period_end', ['n', 'usd', 'mrr']],
 ] as const;
 
-export const CREATE_HIST_DELTAS = HISTS.map(([table, delta]) => `CREATE TEMP TABLE ${delta} (LIKE ${table}) ON COMMIT DROP`).join(';\n');
+export const CREATE_HIST_DELTAS = HISTS.map(
+  ([table, delta]) => `CREATE TEMP TABLE ${delta} (LIKE ${table}) ON COMMIT DROP`,
+).join(';\n');
 export const DROP_HIST_DELTAS = `DROP TABLE ${HISTS.map(([, delta]) => delta).join(', ')}`;
 
 /** COPY target of a delta table (deltas.ts writes the columns in this order). */
@@ -273,7 +298,11 @@ SELECT y.tenant_id, y.app_id, y.environment, y.day, coalesce(y.platform, 'unknow
  * Runs `fn` with the given planner methods switched off around it. No restore on failure: the
  * rollback (of the transaction or the savepoint) restores them.
  */
-export async function without<T>(tx: Conn, methods: ('nestloop' | 'hashjoin' | 'mergejoin' | 'seqscan')[], fn: () => Promise<T>): Promise<T> {
+export async function without<T>(
+  tx: Conn,
+  methods: ('nestloop' | 'hashjoin' | 'mergejoin' | 'seqscan')[],
+  fn: () => Promise<T>,
+): Promise<T> {
   for (const m of methods) await tx.query(`SET LOCAL enable_${m} = off`);
   const result = await fn();
   for (const m of methods) await tx.query(`SET LOCAL enable_${m} = on`);

@@ -62,14 +62,31 @@ export class DeviceStates {
 }
 
 /** Columns of LOAD_DEVICES, in order. */
-const enum C { Tid, Anon, App, Env, Tenant, FirstTs, FirstDay, Platform, Country, LastTs, LastSession, Days }
+const enum C {
+  Tid,
+  Anon,
+  App,
+  Env,
+  Tenant,
+  FirstTs,
+  FirstDay,
+  Platform,
+  Country,
+  LastTs,
+  LastSession,
+  Days,
+}
 
 /** Reads the stored rows of the bucket's devices (one COPY of their keys in, one of the rows out). */
 export async function loadDeviceStates(tx: Conn, bucket: Bucket, dicts: RoundDicts): Promise<DeviceStates> {
   const devices = bucket.devices;
   const states = new DeviceStates(devices.size);
   const keys = new CopyWriter(devices.size * 60);
-  for (let d = 0; d < devices.size; d++) keys.row(3).uuid(devices.bytes, d * 16).raw(dicts.appEnvs[devices.tags[d]].head2);
+  for (let d = 0; d < devices.size; d++)
+    keys
+      .row(3)
+      .uuid(devices.bytes, d * 16)
+      .raw(dicts.appEnvs[devices.tags[d]].head2);
   await tx.query(DEVICE_KEYS_TEMP);
   await copyIn(tx, 'an_keys (anon_id, app_id, environment)', keys);
   await tx.query(`ANALYZE an_keys`);

@@ -30,7 +30,10 @@ export class StepRows {
   private used = 0;
   private minDay = 2147483647;
 
-  constructor(private readonly b: Bucket, private readonly dicts: RoundDicts) {}
+  constructor(
+    private readonly b: Bucket,
+    private readonly dicts: RoundDicts,
+  ) {}
 
   /** A step event of the current device. */
   add(name: number, day: number, ts: number): void {
@@ -51,7 +54,11 @@ export class StepRows {
     this.n = 0;
     if (n === 0) return;
     for (let e = 0; e < n; e++) order[e] = e;
-    sortPrefix(order, n, (x, y) => name[x] < name[y] || (name[x] === name[y] && (day[x] < day[y] || (day[x] === day[y] && ts[x] < ts[y]))));
+    sortPrefix(
+      order,
+      n,
+      (x, y) => name[x] < name[y] || (name[x] === name[y] && (day[x] < day[y] || (day[x] === day[y] && ts[x] < ts[y]))),
+    );
     for (let g = 0; g < n; ) {
       const first = order[g];
       let e = g + 1;
@@ -60,7 +67,12 @@ export class StepRows {
       if (this.used + cnt > this.times.length) this.times = growF(this.times, this.used + cnt);
       for (let y = 0; y < cnt; y++) this.times[this.used + y] = ts[order[g + y]];
       if (stored(day[first])) {
-        this.stored.row(7).raw(ae.head3).raw(this.dicts.names.fields[name[first]]).date(day[first]).uuid(this.b.devices.bytes, d * 16)
+        this.stored
+          .row(7)
+          .raw(ae.head3)
+          .raw(this.dicts.names.fields[name[first]])
+          .date(day[first])
+          .uuid(this.b.devices.bytes, d * 16)
           .tsArray(this.times, this.used, this.used + cnt);
       } else this.keep(d, name[first], day[first], cnt);
       g = e;
@@ -89,14 +101,25 @@ export class StepRows {
   fresh(rotation: number): CopyWriter {
     const names = this.dicts.names.list;
     const rank = new Int32Array(names.length);
-    names.map((s, c) => [s, c] as const).sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0)).forEach(([, c], r) => (rank[c] = r));
-    const order = orderByPrefix(this.count, (x) => ((rank[this.rowName[x]] & 63) * 1024 + Math.min(1023, this.rowDay[x] - this.minDay)) * 65536, rotation);
+    names
+      .map((s, c) => [s, c] as const)
+      .sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))
+      .forEach(([, c], r) => (rank[c] = r));
+    const order = orderByPrefix(
+      this.count,
+      (x) => ((rank[this.rowName[x]] & 63) * 1024 + Math.min(1023, this.rowDay[x] - this.minDay)) * 65536,
+      rotation,
+    );
     const w = new CopyWriter(this.count * 80 + this.used * 12);
     for (let y = 0; y < this.count; y++) {
       const r = order[y];
       const d = this.dev[r];
-      w.row(7).raw(this.dicts.appEnvs[this.b.devices.tags[d]].head3).raw(this.dicts.names.fields[this.rowName[r]]).date(this.rowDay[r])
-        .uuid(this.b.devices.bytes, d * 16).tsArray(this.times, this.from[r], this.from[r] + this.len[r]);
+      w.row(7)
+        .raw(this.dicts.appEnvs[this.b.devices.tags[d]].head3)
+        .raw(this.dicts.names.fields[this.rowName[r]])
+        .date(this.rowDay[r])
+        .uuid(this.b.devices.bytes, d * 16)
+        .tsArray(this.times, this.from[r], this.from[r] + this.len[r]);
     }
     return w;
   }

@@ -16,7 +16,10 @@ import type { FoldReply, FoldRequest, WorkerConfig } from './workers.js';
  */
 
 const config = workerData as WorkerConfig;
-const client = new pg.Client({ connectionString: config.databaseUrl, options: `-c temp_buffers=${Math.trunc(config.tempBuffersMb)}MB` });
+const client = new pg.Client({
+  connectionString: config.databaseUrl,
+  options: `-c temp_buffers=${Math.trunc(config.tempBuffersMb)}MB`,
+});
 // A lost connection fails the request in flight; the pool then replaces this thread.
 client.on('error', () => undefined);
 const connected = client.connect();
@@ -33,7 +36,13 @@ async function handle(m: FoldRequest): Promise<{ reply: FoldReply; transfer: Arr
     return { reply: { id: m.id, result, times }, transfer: [] };
   }
   if (m.type === 'rebuild') {
-    const folded = await rebuildApp(client, { appId: m.appId, timezone: m.timezone, chunk: m.chunk, workMemMb: config.workMemMb, profile });
+    const folded = await rebuildApp(client, {
+      appId: m.appId,
+      timezone: m.timezone,
+      chunk: m.chunk,
+      workMemMb: config.workMemMb,
+      profile,
+    });
     return { reply: { id: m.id, result: { folded, watermark: 0 }, times }, transfer: [] };
   }
   if (m.type === 'read') {
@@ -47,7 +56,10 @@ async function handle(m: FoldRequest): Promise<{ reply: FoldReply; transfer: Arr
     profile?.('read events', performance.now() - started);
     // Copied out of the writers' buffers, which may share memory with others.
     const foreign = reader.foreign.map((w) => (w && w.rows > 0 ? new Uint8Array(w.finish()) : null));
-    return { reply: { id: m.id, rows, foreign, times }, transfer: foreign.flatMap((f) => (f ? [f.buffer as ArrayBuffer] : [])) };
+    return {
+      reply: { id: m.id, rows, foreign, times },
+      transfer: foreign.flatMap((f) => (f ? [f.buffer as ArrayBuffer] : [])),
+    };
   }
   const r = round;
   round = null;
@@ -70,7 +82,10 @@ parentPort!.on('message', (m: FoldRequest) => {
     ({ reply, transfer }) => parentPort!.postMessage(reply, transfer),
     (e: unknown) => {
       const err = e as { message?: string; code?: string };
-      parentPort!.postMessage({ id: m.id, error: { message: String(err.message ?? e), code: err.code } } satisfies FoldReply);
+      parentPort!.postMessage({
+        id: m.id,
+        error: { message: String(err.message ?? e), code: err.code },
+      } satisfies FoldReply);
     },
   );
 });

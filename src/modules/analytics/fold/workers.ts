@@ -20,8 +20,28 @@ export interface WorkerConfig {
 }
 
 export type FoldRequest =
-  | { type: 'read'; id: number; query: string; zone: string; part: number; parts: number; skipUpTo: number; expected: number; rotation: number; profile: boolean }
-  | { type: 'fold'; id: number; forwarded: Uint8Array[]; part: number; from: number; to: number; zone: string; profile: boolean }
+  | {
+      type: 'read';
+      id: number;
+      query: string;
+      zone: string;
+      part: number;
+      parts: number;
+      skipUpTo: number;
+      expected: number;
+      rotation: number;
+      profile: boolean;
+    }
+  | {
+      type: 'fold';
+      id: number;
+      forwarded: Uint8Array[];
+      part: number;
+      from: number;
+      to: number;
+      zone: string;
+      profile: boolean;
+    }
   | { type: 'together'; id: number; to: number; zone: string; profile: boolean }
   | { type: 'rebuild'; id: number; appId: string; timezone: string; chunk: number; profile: boolean };
 
@@ -41,12 +61,18 @@ const here = fileURLToPath(import.meta.url);
 const WORKER = path.join(path.dirname(here), `worker${path.extname(here)}`);
 const startWorker = (workerData: WorkerConfig) =>
   path.extname(here) === '.ts'
-    ? new Worker(`import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(pathToFileURL(WORKER).href)}); })`, { eval: true, workerData })
+    ? new Worker(
+        `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(pathToFileURL(WORKER).href)}); })`,
+        { eval: true, workerData },
+      )
     : new Worker(WORKER, { workerData });
 
 /** An error a partition thread reported, with PostgreSQL's error code when there was one. */
 class FoldWorkerError extends Error {
-  constructor(message: string, readonly code?: string) {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
     super(message);
   }
 }
@@ -107,18 +133,33 @@ export function createFoldWorkers(config: WorkerConfig) {
       const n = marks.length;
       const lo = Math.min(...marks);
       const parts = Array.from({ length: n }, (_, k) => k);
-      const reads = await Promise.all(parts.map((k) => {
-        const [a, z] = [lo + Math.floor(((to - lo) * k) / n), lo + Math.floor(((to - lo) * (k + 1)) / n)];
-        return call<ReadReply>(k, {
-          type: 'read', id: ++next, query: eventsQuery(`e.seq > ${a} AND e.seq <= ${z}`, zone, partOf('e.anon_id', n)), zone,
-          part: k, parts: n, skipUpTo: marks[k], expected: Math.ceil(((to - lo) * 1.1) / n), rotation: Math.floor((k * 65536) / n), profile: !!profile,
-        });
-      }));
-      const settled = await Promise.allSettled(parts.map((p) => {
-        const forwarded = reads.flatMap((r) => (r.foreign[p] ? [r.foreign[p]!] : []));
-        return call<FoldDone>(p, { type: 'fold', id: ++next, forwarded, part: p, from: marks[p], to, zone, profile: !!profile },
-          forwarded.map((f) => f.buffer as ArrayBuffer));
-      }));
+      const reads = await Promise.all(
+        parts.map((k) => {
+          const [a, z] = [lo + Math.floor(((to - lo) * k) / n), lo + Math.floor(((to - lo) * (k + 1)) / n)];
+          return call<ReadReply>(k, {
+            type: 'read',
+            id: ++next,
+            query: eventsQuery(`e.seq > ${a} AND e.seq <= ${z}`, zone, partOf('e.anon_id', n)),
+            zone,
+            part: k,
+            parts: n,
+            skipUpTo: marks[k],
+            expected: Math.ceil(((to - lo) * 1.1) / n),
+            rotation: Math.floor((k * 65536) / n),
+            profile: !!profile,
+          });
+        }),
+      );
+      const settled = await Promise.allSettled(
+        parts.map((p) => {
+          const forwarded = reads.flatMap((r) => (r.foreign[p] ? [r.foreign[p]!] : []));
+          return call<FoldDone>(
+            p,
+            { type: 'fold', id: ++next, forwarded, part: p, from: marks[p], to, zone, profile: !!profile },
+            forwarded.map((f) => f.buffer as ArrayBuffer),
+          );
+        }),
+      );
       for (const [k, ms] of reads.flatMap((r) => r.times)) profile?.(k, ms);
       let folded = 0;
       for (const r of settled) {
