@@ -16,6 +16,11 @@ const runnerArgs = args.filter((a) => a.startsWith('--test-name-pattern='));
 
 ensureSdkBuilt();
 if (!args.includes('--no-typecheck')) {
+  // Formatting and lint rules (biome.json) for server, SDK and console: a violation fails the run.
+  console.log('format and lint…');
+  execFileSync(process.execPath, ['node_modules/@biomejs/biome/bin/biome', 'ci', '--colors=off', '.'], {
+    stdio: 'inherit',
+  });
   console.log('type-checking…');
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], {
     stdio: 'inherit',
