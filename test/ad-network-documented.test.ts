@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { addDays, localDay } from '../src/lib/time.js';
 import { effectivelyActive } from '../tools/fake-adnetwork/entities.js';
 import type { FakeAdNetwork } from '../tools/fake-adnetwork/server.js';
-import { acctPath, connect, setLive, setRate, startWithFake, superAdmin } from './helpers/ad-network.js';
-import { createTenant, type Client, type Tenant } from './helpers/client.js';
+import { acctPath, startLiveTenant } from './helpers/ad-network.js';
+import type { Client, Tenant } from './helpers/client.js';
 import type { TestServer } from './helpers/server.js';
 
 // The capability against the strict fake, which answers only the documented objects: ad squads name
@@ -19,15 +19,7 @@ let EUR: string;
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(128, 3)]);
 
 before(async () => {
-  ({ fake, server, c } = await startWithFake({ seed: 11 }));
-  USD = fake.accounts.usd;
-  EUR = fake.accounts.eur;
-  const root = await superAdmin(c);
-  t = await createTenant(c);
-  await connect(c, t);
-  await setRate(c, root, 'EUR', 1.25);
-  await setLive(c, root, t, USD);
-  await setLive(c, root, t, EUR);
+  ({ fake, server, c, t, USD, EUR } = await startLiveTenant(11));
 });
 after(async () => {
   await server.stop();

@@ -6,8 +6,8 @@ import { createAdNetworkModule } from '../src/modules/ad-network/index.js';
 import { createExchangeRateService } from '../src/modules/exchange-rates/service.js';
 import { createExchangeRateStore } from '../src/modules/exchange-rates/store.js';
 import type { FakeAdNetwork } from '../tools/fake-adnetwork/server.js';
-import { acctPath, connect, setLive, setRate, startWithFake, superAdmin } from './helpers/ad-network.js';
-import { createTenant, type Client, type Tenant } from './helpers/client.js';
+import { acctPath, startLiveTenant } from './helpers/ad-network.js';
+import type { Client, Tenant } from './helpers/client.js';
 import type { TestServer } from './helpers/server.js';
 
 let fake: FakeAdNetwork;
@@ -19,15 +19,7 @@ let EUR: string;
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(256, 7)]);
 
 before(async () => {
-  ({ fake, server, c } = await startWithFake({ seed: 7 }));
-  USD = fake.accounts.usd;
-  EUR = fake.accounts.eur;
-  const root = await superAdmin(c);
-  t = await createTenant(c);
-  await connect(c, t);
-  await setRate(c, root, 'EUR', 1.25);
-  await setLive(c, root, t, USD);
-  await setLive(c, root, t, EUR);
+  ({ fake, server, c, t, USD, EUR } = await startLiveTenant(7));
 });
 after(async () => {
   await server.stop();

@@ -68,3 +68,18 @@ export const acctPath = (id: string) => `/api/v1/ad-network/accounts/${id}`;
 
 export const writesTo = (fake: FakeAdNetwork, method: string, re: RegExp) =>
   fake.world.requests.filter((r) => r.method === method && re.test(r.path));
+
+/**
+ * A service beside the fake with one tenant connected, EUR at 1.25 USD and live writes on for both of the
+ * fake's accounts: the setup of the tests that write to the network.
+ */
+export async function startLiveTenant(seed: number) {
+  const { fake, server, c } = await startWithFake({ seed });
+  const root = await superAdmin(c);
+  const t = await createTenant(c);
+  await connect(c, t);
+  await setRate(c, root, 'EUR', 1.25);
+  await setLive(c, root, t, fake.accounts.usd);
+  await setLive(c, root, t, fake.accounts.eur);
+  return { fake, server, c, t, USD: fake.accounts.usd, EUR: fake.accounts.eur };
+}

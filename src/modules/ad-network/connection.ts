@@ -7,7 +7,7 @@ import { NetworkError, toAppError, type Call, type NetworkClient } from './clien
 import { open, seal } from '../../lib/secret-box.js';
 import { limitKeys } from './limiter.js';
 import { exchangeCode, newAuthorization, OAuthError, refreshGrant, SCOPE, sha256, type TokenSet } from './oauth.js';
-import type { AdNetworkStore, ConnectionStatus } from './store.js';
+import type { AccountRow, AdNetworkStore, ConnectionStatus } from './store.js';
 
 export const REVOCATION_NOTE =
   'The stored refresh token was deleted. To revoke the authorization completely, also remove this app from the connected apps of your ad-network account (Business Manager).';
@@ -294,15 +294,9 @@ export function createConnectionService({
 
 export type ConnectionService = ReturnType<typeof createConnectionService>;
 
-export const accountView = (a: {
-  id: string;
-  organization_id: string;
-  name: string;
-  currency: string;
-  timezone: string;
-  status: string;
-  live_writes: boolean;
-}) => ({
+export const accountView = (
+  a: Pick<AccountRow, 'id' | 'organization_id' | 'name' | 'currency' | 'timezone' | 'status' | 'live_writes'>,
+) => ({
   id: a.id,
   organization_id: a.organization_id,
   name: a.name,
