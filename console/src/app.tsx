@@ -1,6 +1,7 @@
+import { type ComponentType, useEffect, useReducer, useState } from 'react';
 import { Problem } from './components/problem';
 import { Layout } from './layout';
-import { PAGES } from './pages';
+import { PAGES, type PageDef } from './pages';
 import FirstRun from './pages/first-run';
 import SignIn from './pages/sign-in';
 import { usePath } from './router';
@@ -10,16 +11,38 @@ import { useWorkspace } from './session';
 export function App() {
   const w = useWorkspace();
   const path = usePath();
+  const page = PAGES.find((p) => p.path === path);
+  const { Page, error } = usePageComponent(page);
   if (!w.signedIn) return <SignIn />;
   if (!w.me) return w.meError ? <Problem error={w.meError} /> : <p className="muted">Loading…</p>;
   if (!w.org || path === '/setup/organization') return <FirstRun step="organization" />;
   if (!w.app || path === '/setup/app') return <FirstRun step="app" />;
-  const page = PAGES.find((p) => p.path === path);
-  const Page = page?.component;
   return (
     <Layout>
       {/* Keyed by app: a switch starts each page afresh (forms, selections). */}
-      {Page ? <Page key={`${w.org.id}/${w.app.id}`} /> : <p>No page here. Pick one from the navigation.</p>}
+      {!page ? (
+        <p>No page here. Pick one from the navigation.</p>
+      ) : Page ? (
+        <Page key={`${w.org.id}/${w.app.id}`} />
+      ) : error ? (
+        <Problem error={error} />
+      ) : (
+        <p className="muted">Loading…</p>
+      )}
     </Layout>
   );
+}
+
+/**
+ * The page's component once its code is loaded, rendered directly rather than through React.lazy:
+ * React holds back the reveal of a suspended boundary until 300 ms after its fallback showed, a
+ * delay every first load paid although the page's code had loaded beside /me.
+ */
+function usePageComponent(page: PageDef | undefined): { Page?: ComponentType; error?: unknown } {
+  const [, loaded] = useReducer((n: number) => n + 1, 0);
+  const [failed, setFailed] = useState<{ page: PageDef; error: unknown }>();
+  useEffect(() => {
+    if (page && !page.loaded()) page.load().then(loaded, (error: unknown) => setFailed({ page, error }));
+  }, [page]);
+  return { Page: page?.loaded(), error: failed && failed.page === page ? failed.error : undefined };
 }

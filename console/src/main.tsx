@@ -5,7 +5,7 @@ import { ApiError } from './api/client';
 import { App } from './app';
 import { PAGES } from './pages';
 import { current } from './router';
-import { SessionProvider } from './session';
+import { SessionProvider, savedScope } from './session';
 import './styles.css';
 
 const queries = new QueryClient({
@@ -19,8 +19,12 @@ const queries = new QueryClient({
   },
 });
 
-// The first page's code loads while the session is read, not after it.
-void PAGES.find((p) => p.path === current())?.load();
+// The first page's code and, when the org and app are known from storage, its queries start
+// while /me is read, not after it.
+const first = PAGES.find((p) => p.path === current());
+void first?.load();
+const scope = savedScope();
+if (first?.prefetch && scope) first.prefetch(queries, scope);
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

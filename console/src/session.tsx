@@ -10,6 +10,32 @@ export type Environment = 'production' | 'sandbox';
 
 const TOKEN = 'console.token';
 const PICK = 'console.pick';
+const DEFAULT_ENVIRONMENT: Environment = 'production';
+
+/** The org, app and environment an app-scoped call is about (its query key and its headers). */
+export interface Scope {
+  orgId: string;
+  appId: string;
+  environment: Environment;
+}
+
+const savedPick = (): { orgId?: string; appId?: string } => JSON.parse(localStorage.getItem(PICK) ?? '{}');
+
+/**
+ * What a first load can ask for before /me answers: signed in, with an org and app picked before.
+ * A pick that is no longer valid only costs the calls made with it (403/404, under keys the pages
+ * will not read): /me then chooses the org and app shown.
+ */
+export function savedScope(): Scope | undefined {
+  const token = sessionStorage.getItem(TOKEN);
+  const { orgId, appId } = savedPick();
+  if (!token || !orgId || !appId) return undefined;
+  session.token = token;
+  return { orgId, appId, environment: DEFAULT_ENVIRONMENT };
+}
+
+export const scopeKey = (s: Partial<Scope>, ...parts: unknown[]) => [s.orgId, s.appId, s.environment, ...parts];
+export const scopeHeaders = (s: Scope) => ({ 'x-tenant-id': s.orgId, 'x-app-id': s.appId });
 
 interface Workspace {
   me: Me | undefined;
@@ -34,10 +60,8 @@ export const useWorkspace = () => useContext(Ctx)!;
 export function SessionProvider({ children }: { children: ReactNode }) {
   const qc = useQueryClient();
   const [token, setToken] = useState(() => sessionStorage.getItem(TOKEN));
-  const [pick, setPick] = useState<{ orgId?: string; appId?: string }>(() =>
-    JSON.parse(localStorage.getItem(PICK) ?? '{}'),
-  );
-  const [environment, setEnvironment] = useState<Environment>('production');
+  const [pick, setPick] = useState(savedPick);
+  const [environment, setEnvironment] = useState(DEFAULT_ENVIRONMENT);
   session.token = token;
 
   const signOut = useCallback(() => {
@@ -103,7 +127,13 @@ export function SessionProvider({ children }: { children: ReactNode }) {
 /** Query keys of app-scoped data carry the org, app and environment, so a switch refetches. */
 export function useScopeKey(...parts: unknown[]) {
   const { org, app, environment } = useWorkspace();
-  return [org?.id, app?.id, environment, ...parts];
+  return scopeKey({ orgId: org?.id, appId: app?.id, environment }, ...parts);
+}
+
+/** The scope of a page (pages render only once an org and an app are chosen). */
+export function useScope(): Scope {
+  const { org, app, environment } = useWorkspace();
+  return { orgId: org!.id, appId: app!.id, environment };
 }
 
 export type Schemas = components['schemas'];

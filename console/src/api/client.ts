@@ -25,8 +25,9 @@ export const session = {
 const headers: Middleware = {
   onRequest({ request }) {
     if (session.token) request.headers.set('authorization', `Bearer ${session.token}`);
-    if (session.tenantId) request.headers.set('x-tenant-id', session.tenantId);
-    if (session.appId) request.headers.set('x-app-id', session.appId);
+    // A call that names its org and app (a prefetch made before /me answers) keeps them.
+    if (session.tenantId && !request.headers.has('x-tenant-id')) request.headers.set('x-tenant-id', session.tenantId);
+    if (session.appId && !request.headers.has('x-app-id')) request.headers.set('x-app-id', session.appId);
     return request;
   },
   onResponse({ request, response }) {

@@ -1,14 +1,11 @@
 import { useQuery } from '@tanstack/react-query';
-import { api, unwrap } from '../api/client';
 import { Tile } from '../components/tile';
-import { useScopeKey } from '../session';
+import { useScope } from '../session';
+import { activityQuery } from './analytics-queries';
 
 /** The app's 20 most recent changes (keys, settings, content...), as the API words them. */
 export function ActivityFeed() {
-  const query = useQuery({
-    queryKey: useScopeKey('activity'),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/activity')),
-  });
+  const query = useQuery(activityQuery(useScope()));
   return (
     <Tile title="Activity feed" query={query} className="wide">
       {(d) =>

@@ -1,6 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
-import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
 import { LineChart, type Line } from '../components/chart';
 import { Select } from '../components/select';
@@ -8,13 +7,19 @@ import { Sparkline } from '../components/sparkline';
 import { Tile } from '../components/tile';
 import { addDays } from '../dates';
 import { formatChange, formatValue, GROUPS, METRIC_VIEW, viewOf } from '../metrics';
-import { useScopeKey, useWorkspace } from '../session';
+import { useScope } from '../session';
 import { ActivityFeed } from './activity';
+import {
+  type Compare,
+  DEFAULT_COMPARE,
+  DEFAULT_SERIES,
+  type KpiQuery,
+  kpisQuery,
+  type SeriesQuery,
+  seriesQuery,
+} from './analytics-queries';
 
-type KpiQuery = NonNullable<paths['/api/v1/analytics/kpis']['get']['parameters']['query']>;
-type SeriesQuery = paths['/api/v1/analytics/kpis/timeseries']['get']['parameters']['query'];
 type Kpi = paths['/api/v1/analytics/kpis']['get']['responses'][200]['content']['application/json']['kpis'][number];
-type Compare = NonNullable<KpiQuery['compare']>;
 
 const PRESETS = [7, 30, 90];
 const COMPARES: [Compare, string][] = [
@@ -37,13 +42,11 @@ interface Filters {
 }
 
 export default function Dashboard() {
-  const { environment } = useWorkspace();
-  const [f, setF] = useState<Filters>({ compare: 'previous_period' });
+  const scope = useScope();
+  const { environment } = scope;
+  const [f, setF] = useState<Filters>({ compare: DEFAULT_COMPARE });
   const q: KpiQuery = { start_date: f.start, end_date: f.end, compare: f.compare, platform: f.platform, environment };
-  const kpis = useQuery({
-    queryKey: useScopeKey('kpis', q),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis', { params: { query: q } })),
-  });
+  const kpis = useQuery(kpisQuery(scope, q));
   const period = kpis.data?.period;
   // Presets count back from the end shown (today in the app's timezone unless a custom end was set).
   const preset = (days: number) => {
@@ -164,10 +167,11 @@ const GRANULARITIES = ['daily', 'weekly', 'monthly'] as const;
 const SEGMENTS = ['overall', 'platform', 'country'] as const;
 
 function SeriesTile({ start, end, compare }: { start?: string; end?: string; compare: Compare }) {
-  const { environment } = useWorkspace();
-  const [metrics, setMetrics] = useState(['dau', 'new_users']);
-  const [granularity, setGranularity] = useState<(typeof GRANULARITIES)[number]>('daily');
-  const [segment, setSegment] = useState<(typeof SEGMENTS)[number]>('overall');
+  const scope = useScope();
+  const { environment } = scope;
+  const [metrics, setMetrics] = useState(DEFAULT_SERIES.metrics);
+  const [granularity, setGranularity] = useState(DEFAULT_SERIES.granularity);
+  const [segment, setSegment] = useState(DEFAULT_SERIES.segment);
   const [overlay, setOverlay] = useState(false);
   const q: SeriesQuery = {
     metrics: metrics.join(','),
@@ -178,11 +182,7 @@ function SeriesTile({ start, end, compare }: { start?: string; end?: string; com
     compare: overlay ? compare : undefined,
     environment,
   };
-  const series = useQuery({
-    queryKey: useScopeKey('timeseries', q),
-    enabled: metrics.length > 0,
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis/timeseries', { params: { query: q } })),
-  });
+  const series = useQuery({ ...seriesQuery(scope, q), enabled: metrics.length > 0 });
   const chart = useMemo(() => {
     if (!series.data) return null;
     const dates = [...new Set(series.data.metrics[0]?.data.map((p) => p.date) ?? [])];

@@ -1,16 +1,13 @@
 import { useQuery } from '@tanstack/react-query';
-import { api, unwrap } from '../api/client';
 import { Tile } from '../components/tile';
-import { useScopeKey, useWorkspace } from '../session';
+import { useScope } from '../session';
+import { funnelListQuery, funnelQuery } from './analytics-queries';
 
 const pct = (v: number | null) => (v === null ? '—' : `${v}%`);
 
 /** The nine named funnels, each in its own tile (own query: they load in parallel and fail alone). */
 export default function Funnels() {
-  const defs = useQuery({
-    queryKey: useScopeKey('funnel-defs'),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/funnels')),
-  });
+  const defs = useQuery(funnelListQuery(useScope()));
   return (
     <>
       <h1>Funnels</h1>
@@ -31,16 +28,7 @@ export default function Funnels() {
 }
 
 function FunnelTile({ name, overridden }: { name: string; overridden: boolean }) {
-  const { environment } = useWorkspace();
-  const q = useQuery({
-    queryKey: useScopeKey('funnel', name),
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/analytics/funnel/{funnelName}', {
-          params: { path: { funnelName: name }, query: { environment } },
-        }),
-      ),
-  });
+  const q = useQuery(funnelQuery(useScope(), name));
   return (
     <Tile
       title={name}

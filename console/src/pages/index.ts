@@ -1,4 +1,7 @@
-import { lazy, type ComponentType, type LazyExoticComponent } from 'react';
+import type { QueryClient } from '@tanstack/react-query';
+import type { ComponentType } from 'react';
+import type { Scope } from '../session';
+import { prefetchDashboard, prefetchFunnels, prefetchRetention } from './analytics-queries';
 
 /**
  * Every page of the console: its path (under /console), its navigation label (also the link's
@@ -8,22 +11,42 @@ import { lazy, type ComponentType, type LazyExoticComponent } from 'react';
 export interface PageDef {
   path: string;
   label: string;
-  component: LazyExoticComponent<ComponentType>;
-  /** Starts loading the page's code (main.tsx does it for the first page, beside the /me call). */
-  load(): Promise<unknown>;
+  /** Loads the page's code, once (main.tsx starts it for the first page, beside the /me call). */
+  load(): Promise<ComponentType>;
+  /** The page's component once its code is loaded. */
+  loaded(): ComponentType | undefined;
+  /** Starts the page's first queries on a first load, beside /me (main.tsx), under the page's keys. */
+  prefetch?(qc: QueryClient, scope: Scope): void;
 }
 
-const page = (path: string, label: string, load: () => Promise<{ default: ComponentType }>): PageDef => ({
-  path,
-  label,
-  load,
-  component: lazy(load),
-});
+function page(
+  path: string,
+  label: string,
+  load: () => Promise<{ default: ComponentType }>,
+  prefetch?: PageDef['prefetch'],
+): PageDef {
+  let component: ComponentType | undefined;
+  let loading: Promise<ComponentType> | undefined;
+  return {
+    path,
+    label,
+    prefetch,
+    loaded: () => component,
+    load: () =>
+      (loading ??= load().then(
+        (m) => (component = m.default),
+        (e: unknown) => {
+          loading = undefined; // a failed chunk load may pass on the next visit
+          throw e;
+        },
+      )),
+  };
+}
 
 export const PAGES: PageDef[] = [
-  page('/', 'Dashboard', () => import('./dashboard')),
-  page('/funnels', 'Funnels', () => import('./funnels')),
-  page('/retention', 'Retention', () => import('./retention')),
+  page('/', 'Dashboard', () => import('./dashboard'), prefetchDashboard),
+  page('/funnels', 'Funnels', () => import('./funnels'), prefetchFunnels),
+  page('/retention', 'Retention', () => import('./retention'), prefetchRetention),
   page('/activity', 'Activity', () => import('./activity')),
   page('/api-keys', 'API keys', () => import('./api-keys')),
   page('/members', 'Members', () => import('./members')),

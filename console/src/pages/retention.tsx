@@ -1,21 +1,17 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, unwrap } from '../api/client';
 import { Select } from '../components/select';
 import { Tile } from '../components/tile';
-import { useScopeKey, useWorkspace } from '../session';
+import { useScope } from '../session';
+import { type RetentionSegment, retentionQuery } from './analytics-queries';
 
 const DAYS = ['d1', 'd3', 'd7', 'd14', 'd30', 'd60', 'd90'] as const;
-const SEGMENTS = ['overall', 'platform', 'country'] as const;
+const SEGMENTS: RetentionSegment[] = ['overall', 'platform', 'country'];
 
 /** Cohorts by first day; a day not reached yet (null) stays blank, not 0. */
 export default function Retention() {
-  const { environment } = useWorkspace();
-  const [segment, setSegment] = useState<(typeof SEGMENTS)[number]>('overall');
-  const q = useQuery({
-    queryKey: useScopeKey('retention', segment),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/retention', { params: { query: { segment, environment } } })),
-  });
+  const [segment, setSegment] = useState<RetentionSegment>('overall');
+  const q = useQuery(retentionQuery(useScope(), segment));
   return (
     <>
       <h1>Retention</h1>

@@ -5,7 +5,8 @@ import type { paths } from '../api/schema';
 import { Problem } from '../components/problem';
 import { Tile } from '../components/tile';
 import { atLeast } from '../roles';
-import { useScopeKey, useWorkspace } from '../session';
+import { useScope, useScopeKey, useWorkspace } from '../session';
+import { funnelListQuery } from './analytics-queries';
 
 type Settings = paths['/api/v1/settings']['get']['responses'][200]['content']['application/json']['data'];
 type Steps =
@@ -137,8 +138,9 @@ function RollupTimezone() {
 
 function FunnelOverrides() {
   const { role } = useWorkspace();
-  const key = useScopeKey('funnel-defs');
-  const defs = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET('/api/v1/analytics/funnels')) });
+  const list = funnelListQuery(useScope());
+  const key = list.queryKey;
+  const defs = useQuery(list);
   return (
     <Tile title="Funnel steps" query={defs}>
       {(d) => (
