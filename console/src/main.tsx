@@ -5,7 +5,7 @@ import { ApiError } from './api/client';
 import { App } from './app';
 import { PAGES } from './pages';
 import { current } from './router';
-import { SessionProvider, savedScope } from './session';
+import { SessionProvider, startSession } from './session';
 import './styles.css';
 
 const queries = new QueryClient({
@@ -19,11 +19,11 @@ const queries = new QueryClient({
   },
 });
 
-// The first page's code and, when the org and app are known from storage, its queries start
-// while /me is read, not after it.
+// The first page's code, /me and, when the org and app are known from storage, the page's
+// queries all start at once, before the first render.
 const first = PAGES.find((p) => p.path === current());
 void first?.load();
-const scope = savedScope();
+const scope = startSession(queries);
 if (first?.prefetch && scope) first.prefetch(queries, scope);
 
 createRoot(document.getElementById('root')!).render(

@@ -1,6 +1,6 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { type QueryClient, queryOptions, useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { api, session, unwrap } from './api/client';
+import { ApiError, api, session, unwrap } from './api/client';
 import type { components, paths } from './api/schema';
 
 type Me = paths['/api/v1/me']['get']['responses'][200]['content']['application/json']['data'];
@@ -21,17 +21,26 @@ export interface Scope {
 
 const savedPick = (): { orgId?: string; appId?: string } => JSON.parse(localStorage.getItem(PICK) ?? '{}');
 
+const meQuery = (token: string | null) =>
+  queryOptions({
+    queryKey: ['me', token],
+    enabled: !!token,
+    queryFn: () => unwrap(api.GET('/api/v1/me')).then((r) => r.data),
+  });
+
 /**
- * What a first load can ask for before /me answers: signed in, with an org and app picked before.
- * A pick that is no longer valid only costs the calls made with it (403/404, under keys the pages
- * will not read): /me then chooses the org and app shown.
+ * A first load signed in: /me is asked at once (not at the first render), and the scope picked
+ * last time is returned, so the page's queries can start beside /me. A pick that is no longer
+ * valid only costs the calls made with it (403/404, under keys the pages will not read): /me then
+ * chooses the org and app shown.
  */
-export function savedScope(): Scope | undefined {
+export function startSession(qc: QueryClient): Scope | undefined {
   const token = sessionStorage.getItem(TOKEN);
-  const { orgId, appId } = savedPick();
-  if (!token || !orgId || !appId) return undefined;
+  if (!token) return undefined;
   session.token = token;
-  return { orgId, appId, environment: DEFAULT_ENVIRONMENT };
+  void qc.prefetchQuery(meQuery(token));
+  const { orgId, appId } = savedPick();
+  return orgId && appId ? { orgId, appId, environment: DEFAULT_ENVIRONMENT } : undefined;
 }
 
 export const scopeKey = (s: Partial<Scope>, ...parts: unknown[]) => [s.orgId, s.appId, s.environment, ...parts];
@@ -87,11 +96,12 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     return () => clearTimeout(t);
   }, [token, signOut]);
 
-  const me = useQuery({
-    queryKey: ['me', token],
-    enabled: !!token,
-    queryFn: () => unwrap(api.GET('/api/v1/me')).then((r) => r.data),
-  });
+  const me = useQuery(meQuery(token));
+  // A 401 of /me may come before the first render set onUnauthorized (startSession asks early).
+  const meUnauthorized = me.error instanceof ApiError && me.error.status === 401;
+  useEffect(() => {
+    if (meUnauthorized) signOut();
+  }, [meUnauthorized, signOut]);
 
   const orgs = me.data?.organizations ?? [];
   const org = orgs.find((o) => o.id === pick.orgId) ?? orgs[0];
