@@ -16,8 +16,8 @@ function pagePreload(): Plugin {
     name: 'console-page-preload',
     transformIndexHtml: {
       order: 'post',
-      handler(_html, { bundle }) {
-        if (!bundle) return; // dev server: nothing is bundled
+      handler(html, { bundle }) {
+        if (!bundle) return html; // dev server: nothing is bundled
         const pages = readFileSync(path.resolve('src/pages/index.ts'), 'utf8');
         const routes = [...pages.matchAll(/page\(\s*'([^']+)',\s*'[^']*',\s*\(\)\s*=>\s*import\('\.\/([^']+)'\)/g)];
         if (routes.length === 0) throw new Error('page-preload: no page(...) found in src/pages/index.ts');
@@ -30,19 +30,37 @@ function pagePreload(): Plugin {
           for (const i of c.imports) files(i, out, skip);
           return out;
         };
-        // What the entry imports, index.html already names.
-        const entry = files(chunks.find((c) => c.isEntry)!.fileName, new Set());
+        const entryChunk = chunks.find((c) => c.isEntry)!;
+        const isPage = (c: { facadeModuleId: string | null }) =>
+          routes.some(([, , mod]) => c.facadeModuleId?.replace(/\.tsx?$/, '') === path.resolve('src/pages', mod));
+        // What the entry imports, index.html already names; what it imports next, the app
+        // (app-root.tsx: React), is always needed: named too, as modulepreload links.
+        const entry = files(entryChunk.fileName, new Set());
+        const app = new Set<string>();
+        for (const name of entryChunk.dynamicImports) {
+          const c = chunks.find((k) => k.fileName === name);
+          if (c && !isPage(c)) files(name, app, entry);
+        }
+        const skip = new Set([...entry, ...app]);
         const map: Record<string, string[]> = {};
         for (const [, route, mod] of routes) {
           const file = path.resolve('src/pages', mod);
           const chunk = chunks.find((c) => c.isDynamicEntry && c.facadeModuleId?.replace(/\.tsx?$/, '') === file);
-          if (chunk) map[route] = [...files(chunk.fileName, new Set(), entry)];
+          if (chunk) map[route] = [...files(chunk.fileName, new Set(), skip)];
         }
         // The route as src/router.tsx reads it: the path under the base, "" being "/".
         const code = `{const b=${JSON.stringify(BASE)},m=${JSON.stringify(map)},p=location.pathname.slice(b.length-1)||'/';
 for(const f of m[p]||[]){const l=document.createElement('link');l.rel=f.endsWith('.css')?'stylesheet':'modulepreload';
 l.crossOrigin='';l.href=b+f;document.head.appendChild(l)}}`;
-        return [{ tag: 'script', children: code, injectTo: 'head' }];
+        const links = [...app].map((f) =>
+          f.endsWith('.css')
+            ? `<link rel="stylesheet" crossorigin href="${BASE}${f}">`
+            : `<link rel="modulepreload" crossorigin href="${BASE}${f}">`,
+        );
+        // The script right after the title: before the stylesheet, which a classic script waits for.
+        return html
+          .replace('</title>', `</title>\n    <script>${code}</script>`)
+          .replace('</head>', `  ${links.join('\n    ')}\n  </head>`);
       },
     },
   };

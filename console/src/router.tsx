@@ -1,18 +1,10 @@
 import { useSyncExternalStore, type AnchorHTMLAttributes, type MouseEvent } from 'react';
+import { BASE, current } from './location';
 
 /** A tiny history router: paths under the Vite base (/console/), no package needed. */
-const BASE = import.meta.env.BASE_URL.replace(/\/$/, '');
 
 const listeners = new Set<() => void>();
 window.addEventListener('popstate', () => listeners.forEach((l) => l()));
-
-/** The path inside the console, e.g. "/dashboard". */
-export const current = () => {
-  const p = window.location.pathname.startsWith(BASE)
-    ? window.location.pathname.slice(BASE.length)
-    : window.location.pathname;
-  return p === '' ? '/' : p;
-};
 
 export function navigate(to: string, { replace = false } = {}) {
   if (to === current()) return;

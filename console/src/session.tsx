@@ -1,50 +1,23 @@
-import { type QueryClient, queryOptions, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { ApiError, api, session, unwrap } from './api/client';
-import type { components, paths } from './api/schema';
+import { ApiError, session } from './api/client';
+import type { components } from './api/schema';
+import {
+  DEFAULT_ENVIRONMENT,
+  type Environment,
+  type Me,
+  meQuery,
+  PICK,
+  type Scope,
+  savedPick,
+  savedToken,
+  scopeKey,
+  TOKEN,
+} from './scope';
 
-type Me = paths['/api/v1/me']['get']['responses'][200]['content']['application/json']['data'];
+export type { Environment, Scope } from './scope';
 export type Org = Me['organizations'][number];
 export type Role = Org['role'];
-export type Environment = 'production' | 'sandbox';
-
-const TOKEN = 'console.token';
-const PICK = 'console.pick';
-const DEFAULT_ENVIRONMENT: Environment = 'production';
-
-/** The org, app and environment an app-scoped call is about (its query key and its headers). */
-export interface Scope {
-  orgId: string;
-  appId: string;
-  environment: Environment;
-}
-
-const savedPick = (): { orgId?: string; appId?: string } => JSON.parse(localStorage.getItem(PICK) ?? '{}');
-
-const meQuery = (token: string | null) =>
-  queryOptions({
-    queryKey: ['me', token],
-    enabled: !!token,
-    queryFn: () => unwrap(api.GET('/api/v1/me')).then((r) => r.data),
-  });
-
-/**
- * A first load signed in: /me is asked at once (not at the first render), and the scope picked
- * last time is returned, so the page's queries can start beside /me. A pick that is no longer
- * valid only costs the calls made with it (403/404, under keys the pages will not read): /me then
- * chooses the org and app shown.
- */
-export function startSession(qc: QueryClient): Scope | undefined {
-  const token = sessionStorage.getItem(TOKEN);
-  if (!token) return undefined;
-  session.token = token;
-  void qc.prefetchQuery(meQuery(token));
-  const { orgId, appId } = savedPick();
-  return orgId && appId ? { orgId, appId, environment: DEFAULT_ENVIRONMENT } : undefined;
-}
-
-export const scopeKey = (s: Partial<Scope>, ...parts: unknown[]) => [s.orgId, s.appId, s.environment, ...parts];
-export const scopeHeaders = (s: Scope) => ({ 'x-tenant-id': s.orgId, 'x-app-id': s.appId });
 
 interface Workspace {
   me: Me | undefined;
@@ -68,7 +41,7 @@ export const useWorkspace = () => useContext(Ctx)!;
 /** The ID token (kept for the browser tab: sessionStorage), the user, and the org/app/environment shown. */
 export function SessionProvider({ children }: { children: ReactNode }) {
   const qc = useQueryClient();
-  const [token, setToken] = useState(() => sessionStorage.getItem(TOKEN));
+  const [token, setToken] = useState(savedToken);
   const [pick, setPick] = useState(savedPick);
   const [environment, setEnvironment] = useState(DEFAULT_ENVIRONMENT);
   session.token = token;

@@ -1,14 +1,13 @@
-import { type QueryClient, queryOptions } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
-import { type Scope, scopeHeaders, scopeKey } from '../session';
+import { type Scope, type StartQuery, scopeHeaders, scopeKey } from '../scope';
 
 /**
  * The analytics pages' queries, shared by the pages and by their prefetch: on a first load the
  * org and app are known from storage, so main.tsx starts a page's queries beside /me (one round
  * trip less) under the very keys the page then reads. Each call names its own org and app
  * (headers from the scope of its key), so a prefetch made before /me answers asks for what its
- * key says. This file is in the entry chunk: keep it to query definitions.
+ * key says. This file is in the entry chunk, which has no React: keep it to query definitions.
  */
 export type KpiQuery = NonNullable<paths['/api/v1/analytics/kpis']['get']['parameters']['query']>;
 export type SeriesQuery = paths['/api/v1/analytics/kpis/timeseries']['get']['parameters']['query'];
@@ -25,71 +24,64 @@ export const DEFAULT_SERIES: {
   segment: NonNullable<SeriesQuery['segment']>;
 } = { metrics: ['dau', 'new_users'], granularity: 'daily', segment: 'overall' };
 
-export const kpisQuery = (s: Scope, query: KpiQuery) =>
-  queryOptions({
-    queryKey: scopeKey(s, 'kpis', query),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis', { params: { query }, headers: scopeHeaders(s) })),
-  });
+export const kpisQuery = (s: Scope, query: KpiQuery) => ({
+  queryKey: scopeKey(s, 'kpis', query),
+  queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis', { params: { query }, headers: scopeHeaders(s) })),
+});
 
-export const seriesQuery = (s: Scope, query: SeriesQuery) =>
-  queryOptions({
-    queryKey: scopeKey(s, 'timeseries', query),
-    queryFn: () =>
-      unwrap(api.GET('/api/v1/analytics/kpis/timeseries', { params: { query }, headers: scopeHeaders(s) })),
-  });
+export const seriesQuery = (s: Scope, query: SeriesQuery) => ({
+  queryKey: scopeKey(s, 'timeseries', query),
+  queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis/timeseries', { params: { query }, headers: scopeHeaders(s) })),
+});
 
-export const activityQuery = (s: Scope) =>
-  queryOptions({
-    queryKey: scopeKey(s, 'activity'),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/activity', { headers: scopeHeaders(s) })),
-  });
+export const activityQuery = (s: Scope) => ({
+  queryKey: scopeKey(s, 'activity'),
+  queryFn: () => unwrap(api.GET('/api/v1/analytics/activity', { headers: scopeHeaders(s) })),
+});
 
-export const funnelListQuery = (s: Scope) =>
-  queryOptions({
-    queryKey: scopeKey(s, 'funnel-defs'),
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/funnels', { headers: scopeHeaders(s) })),
-  });
+export const funnelListQuery = (s: Scope) => ({
+  queryKey: scopeKey(s, 'funnel-defs'),
+  queryFn: () => unwrap(api.GET('/api/v1/analytics/funnels', { headers: scopeHeaders(s) })),
+});
 
-export const funnelQuery = (s: Scope, funnelName: string) =>
-  queryOptions({
-    queryKey: scopeKey(s, 'funnel', funnelName),
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/analytics/funnel/{funnelName}', {
-          params: { path: { funnelName }, query: { environment: s.environment } },
-          headers: scopeHeaders(s),
-        }),
-      ),
-  });
+export const funnelQuery = (s: Scope, funnelName: string) => ({
+  queryKey: scopeKey(s, 'funnel', funnelName),
+  queryFn: () =>
+    unwrap(
+      api.GET('/api/v1/analytics/funnel/{funnelName}', {
+        params: { path: { funnelName }, query: { environment: s.environment } },
+        headers: scopeHeaders(s),
+      }),
+    ),
+});
 
-export const retentionQuery = (s: Scope, segment: RetentionSegment) =>
-  queryOptions({
-    queryKey: scopeKey(s, 'retention', segment),
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/analytics/retention', {
-          params: { query: { segment, environment: s.environment } },
-          headers: scopeHeaders(s),
-        }),
-      ),
-  });
+export const retentionQuery = (s: Scope, segment: RetentionSegment) => ({
+  queryKey: scopeKey(s, 'retention', segment),
+  queryFn: () =>
+    unwrap(
+      api.GET('/api/v1/analytics/retention', {
+        params: { query: { segment, environment: s.environment } },
+        headers: scopeHeaders(s),
+      }),
+    ),
+});
 
 // Prefetches: what each page asks for first. A failure stays in its query; the page retries it.
-export function prefetchDashboard(qc: QueryClient, s: Scope) {
+export function prefetchDashboard(start: StartQuery, s: Scope) {
   const env = { environment: s.environment };
-  void qc.prefetchQuery(kpisQuery(s, { compare: DEFAULT_COMPARE, ...env }));
+  void start(kpisQuery(s, { compare: DEFAULT_COMPARE, ...env }));
   const { metrics, ...series } = DEFAULT_SERIES;
-  void qc.prefetchQuery(seriesQuery(s, { metrics: metrics.join(','), ...series, ...env }));
-  void qc.prefetchQuery(activityQuery(s));
+  void start(seriesQuery(s, { metrics: metrics.join(','), ...series, ...env }));
+  void start(activityQuery(s));
 }
 
-export function prefetchFunnels(qc: QueryClient, s: Scope) {
-  qc.fetchQuery(funnelListQuery(s)).then(
-    (d) => d.data.forEach((f) => void qc.prefetchQuery(funnelQuery(s, f.funnel_name))),
-    () => {},
+export function prefetchFunnels(start: StartQuery, s: Scope) {
+  start(funnelListQuery(s)).then(
+    (d) => d.data.forEach((f) => void start(funnelQuery(s, f.funnel_name))),
+    () => undefined,
   );
 }
 
-export function prefetchRetention(qc: QueryClient, s: Scope) {
-  void qc.prefetchQuery(retentionQuery(s, 'overall'));
+export function prefetchRetention(start: StartQuery, s: Scope) {
+  void start(retentionQuery(s, 'overall'));
 }

@@ -1,6 +1,5 @@
-import type { QueryClient } from '@tanstack/react-query';
 import type { ComponentType } from 'react';
-import type { Scope } from '../session';
+import type { Scope, StartQuery } from '../scope';
 import { prefetchDashboard, prefetchFunnels, prefetchRetention } from './analytics-queries';
 
 /**
@@ -11,12 +10,12 @@ import { prefetchDashboard, prefetchFunnels, prefetchRetention } from './analyti
 export interface PageDef {
   path: string;
   label: string;
-  /** Loads the page's code, once (main.tsx starts it for the first page, beside the /me call). */
+  /** Loads the page's code, once (first-load.ts starts it for the first page, beside /me). */
   load(): Promise<ComponentType>;
   /** The page's component once its code is loaded. */
   loaded(): ComponentType | undefined;
-  /** Starts the page's first queries on a first load, beside /me (main.tsx), under the page's keys. */
-  prefetch?(qc: QueryClient, scope: Scope): void;
+  /** Starts the page's first queries on a first load, beside /me (first-load.ts), under the page's keys. */
+  prefetch?(start: StartQuery, scope: Scope): void;
 }
 
 function page(
