@@ -70,7 +70,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   }, [token, signOut]);
 
   const me = useQuery(meQuery(token));
-  // A 401 of /me may come before the first render set onUnauthorized (startSession asks early).
+  // A 401 of /me may come before the first render set onUnauthorized (first-load.ts asks early).
   const meUnauthorized = me.error instanceof ApiError && me.error.status === 401;
   useEffect(() => {
     if (meUnauthorized) signOut();
