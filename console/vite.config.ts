@@ -30,25 +30,24 @@ function pagePreload(): Plugin {
           for (const i of c.imports) files(i, out, skip);
           return out;
         };
+        const pageChunk = (mod: string) =>
+          chunks.find(
+            (c) => c.isDynamicEntry && c.facadeModuleId?.replace(/\.tsx?$/, '') === path.resolve('src/pages', mod),
+          );
+        const pageFiles = new Set(routes.map(([, , mod]) => pageChunk(mod)?.fileName));
         const entryChunk = chunks.find((c) => c.isEntry)!;
-        const isPage = (c: { facadeModuleId: string | null }) =>
-          routes.some(([, , mod]) => c.facadeModuleId?.replace(/\.tsx?$/, '') === path.resolve('src/pages', mod));
         // What the entry imports, index.html already names; what it imports next, the app
         // (app-root.tsx: React), is always needed: named too, as modulepreload links.
         const entry = files(entryChunk.fileName, new Set());
         const app = new Set<string>();
-        for (const name of entryChunk.dynamicImports) {
-          const c = chunks.find((k) => k.fileName === name);
-          if (c && !isPage(c)) files(name, app, entry);
-        }
+        for (const name of entryChunk.dynamicImports) if (!pageFiles.has(name)) files(name, app, entry);
         const skip = new Set([...entry, ...app]);
         const map: Record<string, string[]> = {};
         for (const [, route, mod] of routes) {
-          const file = path.resolve('src/pages', mod);
-          const chunk = chunks.find((c) => c.isDynamicEntry && c.facadeModuleId?.replace(/\.tsx?$/, '') === file);
+          const chunk = pageChunk(mod);
           if (chunk) map[route] = [...files(chunk.fileName, new Set(), skip)];
         }
-        // The route as src/router.tsx reads it: the path under the base, "" being "/".
+        // The route as src/location.ts reads it: the path under the base, "" being "/".
         const code = `{const b=${JSON.stringify(BASE)},m=${JSON.stringify(map)},p=location.pathname.slice(b.length-1)||'/';
 for(const f of m[p]||[]){const l=document.createElement('link');l.rel=f.endsWith('.css')?'stylesheet':'modulepreload';
 l.crossOrigin='';l.href=b+f;document.head.appendChild(l)}}`;

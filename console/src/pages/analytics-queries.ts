@@ -4,7 +4,7 @@ import { type Scope, type StartQuery, scopeHeaders, scopeKey } from '../scope';
 
 /**
  * The analytics pages' queries, shared by the pages and by their prefetch: on a first load the
- * org and app are known from storage, so main.tsx starts a page's queries beside /me (one round
+ * org and app are known from storage, so first-load.ts starts a page's queries beside /me (one round
  * trip less) under the very keys the page then reads. Each call names its own org and app
  * (headers from the scope of its key), so a prefetch made before /me answers asks for what its
  * key says. This file is in the entry chunk, which has no React: keep it to query definitions.
