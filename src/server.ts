@@ -5,7 +5,7 @@ import { compose } from './compose.js';
 import type { Config } from './config.js';
 import { startEmbeddedDb, type EmbeddedDb } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
-import { createPool } from './db/pool.js';
+import { createPool, warmPool } from './db/pool.js';
 import { createJobQueue } from './jobs/queue.js';
 import { ensureEventPartitions } from './modules/ingest/store.js';
 
@@ -30,6 +30,7 @@ export async function startServer(
   const db = createPool(databaseUrl, config.dbPoolMax);
   await migrate(db, (m) => logger.info(m));
   await ensureEventPartitions(db);
+  await warmPool(db, config.dbPoolMax);
 
   const jobs = createJobQueue({
     url: databaseUrl,
