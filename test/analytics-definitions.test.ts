@@ -16,7 +16,7 @@ import {
   retentionBit,
 } from '../src/modules/analytics/definitions.js';
 import { key2, unpack2 } from '../src/modules/analytics/fold/deltas.js';
-import { hasDay, type MergedDays, mergeDays, NO_GAIN, retBit } from '../src/modules/analytics/fold/devices.js';
+import { retBit } from '../src/modules/analytics/fold/device-cells.js';
 import type { Bucket } from '../src/modules/analytics/fold/events.js';
 import { groupSessions } from '../src/modules/analytics/fold/sessions.js';
 import { EMPTY_RAW } from '../src/modules/analytics/read-model.js';
@@ -99,45 +99,6 @@ describe('analytics fold: pure parts', () => {
       assert.deepEqual(unpack2(k, 16, 17), [seg, a, b]);
     }
     assert.notEqual(key2(1, 2, 16, 3, 17), key2(2, 2, 16, 3, 17));
-  });
-
-  it('finds a day in a packed, sorted day list', () => {
-    const list = Int32Array.from([pack(3, FLAG.crash), pack(5, 0), pack(9, FLAG.paid | FLAG.trial)]);
-    assert.deepEqual(
-      [2, 3, 4, 5, 9, 10].map((d) => hasDay(list, 0, 3, d)),
-      [false, true, false, true, true, false],
-    );
-    assert.equal(hasDay(list, 1, 3, 3), false, 'only within [from, to)');
-  });
-
-  it("merges a device's stored days with the batch's: flags or-ed per day, first new day, first day gaining each flag", () => {
-    const old = Int32Array.from([99, pack(3, FLAG.onbStarted), pack(5, 0), 99]);
-    const batch = Int32Array.from([
-      pack(3, FLAG.onbCompleted),
-      pack(4, 0),
-      pack(5, FLAG.onbStarted),
-      pack(5, FLAG.paywall),
-    ]);
-    const out: MergedDays = { md: new Int32Array(1), m: 0, minNew: 0, minGain: new Int32Array(FLAG_COUNT) };
-    mergeDays(old, 1, 3, batch, batch.length, out);
-    assert.deepEqual(
-      [...out.md.subarray(0, out.m)],
-      [pack(3, FLAG.onbStarted | FLAG.onbCompleted), pack(4, 0), pack(5, FLAG.onbStarted | FLAG.paywall)],
-    );
-    assert.equal(out.minNew, 4);
-    const gain = Object.fromEntries(FLAGS.map((f, bit) => [f.key, out.minGain[bit]]));
-    assert.deepEqual(gain, {
-      onbStarted: 5,
-      onbCompleted: 3,
-      paywall: 5,
-      trial: NO_GAIN,
-      paid: NO_GAIN,
-      crash: NO_GAIN,
-    });
-    // Nothing stored: every day is new.
-    mergeDays(old, 0, 0, batch, 2, out);
-    assert.deepEqual([...out.md.subarray(0, out.m)], [pack(3, FLAG.onbCompleted), pack(4, 0)]);
-    assert.equal(out.minNew, 3);
   });
 
   it("groups a batch's events per session: extent, days, owner (earliest event, ties by event id), sharing", () => {

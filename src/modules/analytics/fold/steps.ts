@@ -1,6 +1,7 @@
 import { CopyWriter } from '../../../db/copy-writer.js';
 import type { AppEnv, Bucket, RoundDicts } from './events.js';
 import { STEP_TIMES_KEPT as STEP_TIMES } from '../definitions.js';
+import { hasDay } from './device-days.js';
 import { grow, growF, orderByPrefix, sortPrefix } from './order.js';
 
 /**
@@ -30,6 +31,12 @@ export class StepRows {
   private used = 0;
   private minDay = 2147483647;
 
+  /** The order of the current device's step events: name, day, time (one function for the pass, not one per device). */
+  private readonly less = (x: number, y: number): boolean => {
+    const { name, day, ts } = this;
+    return name[x] < name[y] || (name[x] === name[y] && (day[x] < day[y] || (day[x] === day[y] && ts[x] < ts[y])));
+  };
+
   constructor(
     private readonly b: Bucket,
     private readonly dicts: RoundDicts,
@@ -48,17 +55,13 @@ export class StepRows {
     this.ts[this.n++] = ts;
   }
 
-  /** Groups device d's step events into rows; `stored(day)`: whether the device had that day before. */
-  endDevice(d: number, ae: AppEnv, stored: (day: number) => boolean): void {
+  /** Groups device d's step events into rows; `stored` [from, to): the days it had before (packed, sorted). */
+  endDevice(d: number, ae: AppEnv, stored: Int32Array, from: number, to: number): void {
     const { n, name, day, ts, order } = this;
     this.n = 0;
     if (n === 0) return;
     for (let e = 0; e < n; e++) order[e] = e;
-    sortPrefix(
-      order,
-      n,
-      (x, y) => name[x] < name[y] || (name[x] === name[y] && (day[x] < day[y] || (day[x] === day[y] && ts[x] < ts[y]))),
-    );
+    sortPrefix(order, n, this.less);
     for (let g = 0; g < n; ) {
       const first = order[g];
       let e = g + 1;
@@ -66,7 +69,7 @@ export class StepRows {
       const cnt = Math.min(STEP_TIMES, e - g);
       if (this.used + cnt > this.times.length) this.times = growF(this.times, this.used + cnt);
       for (let y = 0; y < cnt; y++) this.times[this.used + y] = ts[order[g + y]];
-      if (stored(day[first])) {
+      if (hasDay(stored, from, to, day[first])) {
         this.stored
           .row(7)
           .raw(ae.head3)
