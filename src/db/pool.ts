@@ -21,10 +21,13 @@ export function createPool(url: string, max = 20): Db {
   return pool;
 }
 
-/** Opens the pool's connections at once, before the first request needs them (kept open: createPool). */
+/**
+ * Opens the pool's connections at once, before the first request needs them (kept open: createPool).
+ * Best effort: a database that refuses some (its max_connections) leaves them to open on demand.
+ */
 export async function warmPool(db: Db, connections: number): Promise<void> {
-  const clients = await Promise.all(Array.from({ length: connections }, () => db.connect()));
-  for (const c of clients) c.release();
+  const opened = await Promise.allSettled(Array.from({ length: connections }, () => db.connect()));
+  for (const c of opened) if (c.status === 'fulfilled') c.value.release();
 }
 
 /** Runs `fn` in a transaction on `conn` (a pool's client, or a connection of its own). */
