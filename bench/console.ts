@@ -84,8 +84,15 @@ try {
         ).rows[0].n,
       ) >= 9,
   );
+  const foldS = (Date.now() - t0) / 1000;
+  // Autovacuum's first pass over a bulk load of millions of rows would otherwise run beside the pages (measured:
+  // the API alone took 2-3 times longer); a live app's tables are vacuumed in small steps as events arrive.
+  t0 = Date.now();
+  await db.query(`VACUUM ANALYZE events`);
+  await db.query(`VACUUM ANALYZE an_devices, an_sessions, an_steps, an_purchases`);
+  const vacuumS = (Date.now() - t0) / 1000;
   console.log(
-    `generated in ${genS.toFixed(0)} s, folded with funnel answers in ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+    `generated in ${genS.toFixed(0)} s, folded with funnel answers in ${foldS.toFixed(0)} s, vacuumed in ${vacuumS.toFixed(0)} s`,
   );
 
   // 3) pages
@@ -193,13 +200,14 @@ try {
   writeResultsSection(
     'console',
     `Command: \`npm run bench:console -- --events ${EVENTS} --devices ${DEVICES} --runs ${RUNS}\` · ${machine()}
-The machine was shared with other work while measured (load average ${loadavg()[0].toFixed(1)} at the end on 2 cores).
+Load average ${loadavg()[0].toFixed(1)} at the end, on 2 cores (the bench's own service, database and browser included).
 
 First load (what index.html names: the entry script and its module preloads), gzip: **JS ${jsKb.toFixed(1)} KB**, CSS ${cssKb.toFixed(1)} KB
 (goal: JS under 250 KB: ${jsKb < 250 ? 'met' : 'NOT met'}). Each page's own code (and uPlot: dashboard) is preloaded beside it when the URL names the page.
 
 Data: **${EVENTS.toLocaleString('en-US')} events, ${DEVICES.toLocaleString('en-US')} devices over 90 days** (bench/lib/analytics-data.ts; the issue asks for
-10,000,000: \`npm run bench:console -- --events 10000000\`), folded, funnel answers current. Service in the bench's process,
+10,000,000: \`npm run bench:console -- --events 10000000\`), folded, funnel answers current, then the bulk load and the rollups vacuumed
+(${vacuumS.toFixed(0)} s; a live app's autovacuum works in small steps). Service in the bench's process,
 embedded PostgreSQL; Debian Chromium headless, a new browser context per run (nothing cached), signed in.
 
 Time from navigation to every tile rendered (${RUNS} runs). Baselines of the same run: the page's API calls made at once
