@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { EXAMPLES } from '../src/http/openapi-examples.js';
-import { client, createTenant, type Tenant } from './helpers/client.js';
+import { client, createTenant, makeEvent, type Tenant } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 // The document a client generator reads (GET /docs/json): valid OpenAPI 3, every operation's security
@@ -81,6 +81,25 @@ describe('OpenAPI document', () => {
     assert.deepEqual(op('post', '/api/v1/auth/login')!.security, []);
   });
 
+  it('documents each ingested event as an EventEnvelope, while the route takes any item and checks each alone', async () => {
+    type Body = {
+      content: Record<string, { schema: { properties: { batch: { items: unknown; maxItems: number } } } }>;
+    };
+    const batch = (op('post', '/api/v1/ingest/events')!.requestBody as Body).content['application/json'].schema
+      .properties.batch;
+    assert.deepEqual(batch.items, { $ref: '#/components/schemas/EventEnvelope' });
+    assert.equal(batch.maxItems, 500);
+    // Not the validated schema: a bad item is rejected alone, with its index, and the rest is stored.
+    const res = await client(server.url).post(
+      '/api/v1/ingest/events',
+      { batch: [{ nonsense: true }, makeEvent()] },
+      { 'x-api-key': t.live.public_key },
+    );
+    assert.equal(res.status, 202, res.text);
+    assert.equal(res.body.accepted, 1);
+    assert.equal(res.body.errors[0].index, 0);
+  });
+
   it('matches what the server enforces: without credentials a secured operation answers 401, a public one never', async () => {
     const results: { name: string; secured: boolean; status: number }[] = [];
     for (const { path: p, method, op: o } of operations()) {
@@ -124,7 +143,7 @@ describe('OpenAPI document', () => {
     });
     const program = `
 import createClient from 'openapi-fetch';
-import type { paths } from './schema';
+import type { components, paths } from './schema';
 ${typed.join('\n')}
 void [${typed.map((l) => l.slice(6, l.indexOf(':'))).join(', ')}];
 
@@ -140,7 +159,12 @@ const examples = ${JSON.stringify(
     )};
 
 // The example event with a current time: events over 90 days old are refused.
-const event = { ...(examples['POST /api/v1/ingest/events'].batch[0] as object), ts_ms: Date.now() };
+type Envelope = components['schemas']['EventEnvelope'];
+const event: Envelope = { ...(examples['POST /api/v1/ingest/events'].batch[0] as Envelope), ts_ms: Date.now() };
+type IngestBody = NonNullable<paths['/api/v1/ingest/events']['post']['requestBody']>['content']['application/json'];
+// @ts-expect-error each batch item is an EventEnvelope in the document: platform is ios or android
+const wrong: IngestBody = { batch: [{ ...event, device: { ...event.device, platform: 'windows' } }] };
+void wrong;
 const ingested = await api.POST('/api/v1/ingest/events', { headers: sdk, body: { batch: [event] } });
 const accepted: number | undefined = ingested.data?.accepted;
 const identify = await api.POST('/api/v1/ingest/identify', { headers: sdk, body: examples['POST /api/v1/ingest/identify'] as never });

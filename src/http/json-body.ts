@@ -1,3 +1,4 @@
+import type { TSchema } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
 import { AppError, problem } from './errors.js';
@@ -7,6 +8,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** 'per-item': the route checks each item of its body itself (ingestion rejects a bad event alone). */
     jsonBounds?: 'per-item';
+    /**
+     * The body as the API document shows it, when the route validates items itself: ingestion takes
+     * `unknown` items so that one bad event does not fail its batch, and documents each as an EventEnvelope.
+     */
+    documentedBody?: TSchema;
   }
 }
 

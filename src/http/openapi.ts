@@ -61,6 +61,8 @@ type Schema = FastifySchema & Record<string, unknown>;
 function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
   const auth = routeAuth(route);
   const out: Schema = { ...schema, security: auth ? REQUIREMENTS[auth.level] : (schema?.security ?? []) };
+  const documentedBody = route.config?.documentedBody;
+  if (documentedBody) out.body = documentedBody;
   if (auth?.role) out['x-min-role'] = auth.role;
   const methods = [route.method].flat();
   const examples = EXAMPLES[`${methods[0]} ${url}`];

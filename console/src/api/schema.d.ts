@@ -1703,7 +1703,7 @@ export interface paths {
                      *     }
                      */
                     "application/json": {
-                        batch: unknown[];
+                        batch: components["schemas"]["EventEnvelope"][];
                     };
                 };
             };

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import { keyOf, type Auth } from '../../http/auth.js';
 import { rateHeaders } from '../../http/rate-limit.js';
 import { errors } from '../../http/schemas.js';
@@ -27,6 +27,9 @@ const IngestAnswer = Type.Object({
   ),
 });
 
+/** The ingest body; its items are checked one by one (checkEvent), and documented as EventEnvelope. */
+const batchOf = (item: TSchema) => Type.Object({ batch: Type.Array(item, { minItems: 1, maxItems: 500 }) });
+
 export const ingestRoutes =
   ({ auth, ingest }: { auth: Auth; ingest: IngestService }): FastifyPluginAsyncTypebox =>
   async (app) => {
@@ -39,19 +42,14 @@ export const ingestRoutes =
         preHandler: auth.sdkKey,
         bodyLimit: MAX_BODY_BYTES,
         // Each event passes the JSON bounds on its own (checkEvent): a bad one is rejected alone.
-        config: { jsonBounds: 'per-item' },
+        config: { jsonBounds: 'per-item', documentedBody: batchOf(Type.Ref(EventEnvelope)) },
         schema: {
           tags: ['ingest'],
           summary: 'Ingest a batch of 1 to 500 events; invalid events are rejected alone with their index',
           description:
             'Each item must match EventEnvelope; a 202 means the valid events are committed. Retries are stored once (dedupe on event_id). ' +
             '503 with Retry-After when ingestion is behind: nothing of the batch was stored, retry it later.',
-          body: Type.Object({
-            batch: Type.Array(Type.Unknown({ description: 'An EventEnvelope (components.schemas.EventEnvelope)' }), {
-              minItems: 1,
-              maxItems: 500,
-            }),
-          }),
+          body: batchOf(Type.Unknown()),
           response: { 202: IngestAnswer, ...errors(400, 401, 413, 429, 503) },
         },
       },
