@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { createNotifications } from './db/notifications.js';
 import type { Db } from './db/pool.js';
 import { createAuth } from './http/auth.js';
 import { createGlobalLimiter, createSlidingWindowLimiter } from './http/rate-limit.js';
@@ -112,9 +113,14 @@ export async function compose({
   // Bundle generations and option-set syncs record a numbered change in their own transaction;
   // the config stream replays and fans them out (LISTEN/NOTIFY, one connection per instance).
   const configChanges = createConfigChangeStore(db);
+  // One LISTEN connection for the instance (bundle versions and config changes), opened on first use.
+  const notifications = createNotifications({
+    databaseUrl,
+    onError: (err, where) => logger.child({ module: 'notifications' }).warn({ err, where }, 'LISTEN connection lost'),
+  });
   const streams = createConfigStreamService({
     store: configChanges,
-    databaseUrl,
+    notifications,
     settings: config.configStream,
     onError: (err, where) => logger.child({ module: 'config-stream' }).warn({ err, where }, 'config stream error'),
   });
@@ -146,7 +152,7 @@ export async function compose({
     optionSetPages: optionSets.firstPages,
     // Each generation holds a connection and may need a second one: keep them well under the pool size.
     maxConcurrentGenerations: Math.max(1, Math.floor(config.dbPoolMax / 3)),
-    onError: (err, where) => bundleLog.error({ err, where }, 'config bundle error'),
+    notifications,
     recordChange: configChanges.record,
   });
   const content = createContentService({ store: contentStore, bundles, activity });
@@ -284,7 +290,8 @@ export async function compose({
   const close = async () => {
     stopRollupKick();
     await ingestWriter.close();
-    await bundles.stop();
+    bundles.stop();
+    await notifications.stop();
     await exportJobs.stop();
     await webhookWorker.stop();
     await outbound.close();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LISTENER_NAME } from '../src/db/notifications.js';
 import { createConfigChangeStore } from '../src/modules/config-stream/store.js';
 import { client, createTenant, type Client, type Tenant } from './helpers/client.js';
 import { clusterEnv, makeInstance, startInstance, stopInstance, type Instance } from './helpers/processes.js';
@@ -177,12 +178,31 @@ describe('config stream (SSE)', () => {
     const sa = track(await stream(a.url, t.live.public_key));
     const sb = track(await stream(b.url, t.live.public_key));
     await Promise.all([sa.next(), sb.next()]);
-    const killed = await a.db.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'config-stream-listener' AND datname = current_database()`,
+    // Both instances read bundles (their caches subscribed) and stream changes: one LISTEN connection each,
+    // and no other connection (a pooled one held for the bundle cache's LISTEN before) left on a LISTEN.
+    const listeners = async () =>
+      (
+        await a.db.query<{ pid: number; name: string }>(
+          `SELECT pid, application_name AS name FROM pg_stat_activity
+            WHERE datname = current_database() AND (application_name = $1 OR query LIKE 'LISTEN %')`,
+          [LISTENER_NAME],
+        )
+      ).rows;
+    const before = await listeners();
+    assert.deepEqual(
+      before.map((r) => r.name),
+      [LISTENER_NAME, LISTENER_NAME],
+      'one LISTEN connection per instance',
     );
-    assert.equal(killed.rowCount, 2, 'one listener per instance');
+    await a.db.query(`SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid`, [before.map((r) => r.pid)]);
     const v = await generate();
     for (const s of [sa, sb]) assert.equal((await s.next((e) => e.event === 'change', 8000)).data.bundle_version, v);
+    // Opened again (RECONNECT_MS), one per instance.
+    for (const until = Date.now() + 10_000; ; await sleep(100)) {
+      const now = await listeners();
+      if (now.length === 2 && now.every((r) => r.name === LISTENER_NAME && !before.some((b) => b.pid === r.pid))) break;
+      assert.ok(Date.now() < until, `LISTEN connections not back: ${JSON.stringify(now)}`);
+    }
     await closeAll();
   });
 

@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../../db/pool.js';
+import type { Notifications } from '../../db/notifications.js';
 import type { Served } from './served.js';
 
 export const CHANNEL = 'bundle_changed';
@@ -22,10 +22,10 @@ interface Entry {
 /**
  * Per-process cache of each app's current bundle. Other instances announce new versions with
  * NOTIFY (sent in the generating transaction, so delivered at commit); an entry older than the
- * announced version is dropped at once. If the LISTEN connection is down, entries fall back to
+ * announced version is dropped at once (db/notifications.ts). If the LISTEN connection is down, entries fall back to
  * a short TTL and are revalidated with a one-row read of the version counter.
  */
-export function createBundleCache(db: Db, opts: CacheOptions, onError: (err: unknown) => void) {
+export function createBundleCache(notifications: Pick<Notifications, 'subscribe'>, opts: CacheOptions) {
   const entries = new Map<string, Entry>();
   let bytes = 0;
   const sizeOf = (e: Entry) => e.served.body.length + e.served.versionBody.length;
@@ -37,13 +37,11 @@ export function createBundleCache(db: Db, opts: CacheOptions, onError: (err: unk
   }
   // Highest version announced per app: an older load finishing late must not be cached.
   const announced = new Map<string, number>();
-  let client: Tx | null = null;
   let listening = false;
-  let stopped = false;
-  let retry: NodeJS.Timeout | null = null;
+  let unsubscribe: (() => void) | null = null;
 
-  function onNotify(payload: string | undefined): void {
-    const [appId, v] = (payload ?? '').split(':');
+  function onNotify(payload: string): void {
+    const [appId, v] = payload.split(':');
     const version = Number(v);
     if (!appId || !Number.isInteger(version)) return;
     if ((announced.get(appId) ?? 0) < version) announced.set(appId, version);
@@ -52,39 +50,24 @@ export function createBundleCache(db: Db, opts: CacheOptions, onError: (err: unk
     if (e && e.served.version < version) remove(appId);
   }
 
-  function drop(err?: unknown): void {
-    if (stopped) return;
-    if (err) onError(err);
-    listening = false;
-    // Notifications may have been missed while the connection was failing.
+  /** Announcements may have been missed (before LISTEN started, or while its connection was lost). */
+  function forgetAll(): void {
     entries.clear();
     bytes = 0;
-    const c = client;
-    client = null;
-    c?.release(true);
-    if (!retry) {
-      retry = setTimeout(() => ((retry = null), void listen()), 1000);
-      retry.unref();
-    }
   }
 
-  async function listen(): Promise<void> {
-    if (stopped) return;
-    try {
-      const c = await db.connect();
-      if (stopped) return c.release(true);
-      client = c;
-      c.on('notification', (m) => onNotify(m.payload));
-      c.on('error', (err) => client === c && drop(err));
-      c.on('end', () => client === c && drop());
-      await c.query(`LISTEN ${CHANNEL}`);
-      // Anything cached before LISTEN started could have missed an announcement.
-      entries.clear();
-      bytes = 0;
-      listening = true;
-    } catch (err) {
-      drop(err);
-    }
+  function listen(): void {
+    unsubscribe ??= notifications.subscribe(CHANNEL, {
+      notify: onNotify,
+      up: () => {
+        forgetAll();
+        listening = true;
+      },
+      down: () => {
+        listening = false;
+        forgetAll();
+      },
+    });
   }
 
   return {
@@ -122,13 +105,9 @@ export function createBundleCache(db: Db, opts: CacheOptions, onError: (err: unk
     get listening() {
       return listening;
     },
-    async stop(): Promise<void> {
-      stopped = true;
-      if (retry) clearTimeout(retry);
-      const c = client;
-      client = null;
+    stop(): void {
+      unsubscribe?.();
       listening = false;
-      c?.release(true);
     },
   };
 }

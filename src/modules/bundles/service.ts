@@ -1,3 +1,4 @@
+import type { Notifications } from '../../db/notifications.js';
 import { withTx, type Db, type Tx } from '../../db/pool.js';
 import type { Scope } from '../../types/domain.js';
 import { notFound } from '../../http/errors.js';
@@ -20,7 +21,8 @@ export interface BundleDeps {
   };
   /** First pages of option sets referenced by published flows; a missing set is simply absent. */
   optionSetPages?: (scope: Scope, setIds: string[]) => Promise<Record<string, OptionSetPage>>;
-  onError?: (err: unknown, where: string) => void;
+  /** The instance's LISTEN connection (db/notifications.ts): other instances announce new versions. */
+  notifications: Pick<Notifications, 'subscribe'>;
   cache?: { pollTtlMs?: number; safetyTtlMs?: number; maxEntries?: number; maxBytes?: number };
   /** Generations running at once in this process (each holds a pool connection while it waits for the app lock). */
   maxConcurrentGenerations?: number;
@@ -58,21 +60,17 @@ export function createBundleService({
   activity,
   source,
   optionSetPages,
-  onError = () => undefined,
+  notifications,
   cache: cacheOpts = {},
   maxConcurrentGenerations = 4,
   recordChange,
 }: BundleDeps) {
-  const cache = createBundleCache(
-    db,
-    {
-      pollTtlMs: cacheOpts.pollTtlMs ?? 1000,
-      safetyTtlMs: cacheOpts.safetyTtlMs ?? 30_000,
-      maxEntries: cacheOpts.maxEntries ?? 10_000,
-      maxBytes: cacheOpts.maxBytes ?? 256 * 1024 * 1024,
-    },
-    (err) => onError(err, 'bundle cache listener'),
-  );
+  const cache = createBundleCache(notifications, {
+    pollTtlMs: cacheOpts.pollTtlMs ?? 1000,
+    safetyTtlMs: cacheOpts.safetyTtlMs ?? 30_000,
+    maxEntries: cacheOpts.maxEntries ?? 10_000,
+    maxBytes: cacheOpts.maxBytes ?? 256 * 1024 * 1024,
+  });
   // Bounded so that generations waiting on an app's lock can never take every pool connection
   // (the lock holder may need one more for option-set pages).
   const exclusive = limiter(maxConcurrentGenerations);
@@ -191,7 +189,7 @@ export function createBundleService({
     // LISTEN starts with the first SDK read: worker-only instances never hold the connection.
     if (!listenStarted) {
       listenStarted = true;
-      void cache.listen();
+      cache.listen();
     }
     const hit = cache.get(scope.tenantId, scope.appId);
     if (hit?.fresh) return hit.served;

@@ -1,11 +1,12 @@
-import pg from 'pg';
+import type { Notifications } from '../../db/notifications.js';
 import { CHANNEL, type ChangeRow, type ConfigChangeStore } from './store.js';
 
 /** Rows read per round trip when catching up. */
 const BATCH = 1000;
 
 export interface ListenerDeps {
-  databaseUrl: string;
+  /** The instance's LISTEN connection (db/notifications.ts). */
+  notifications: Pick<Notifications, 'subscribe'>;
   store: ConfigChangeStore;
   /** Every change after the start, once, in seq order. */
   deliver: (rows: ChangeRow[]) => void;
@@ -15,14 +16,13 @@ export interface ListenerDeps {
 }
 
 /**
- * One LISTEN connection per instance, whatever the number of streams. A notification is only a
+ * One subscription per instance, whatever the number of streams. A notification is only a
  * wake-up: the listener reads every change after the last seq it delivered, so a lost or
  * coalesced notification, a dropped connection or a failed read never loses a change (the next
  * wake-up or poll reads from the same seq).
  */
-export function createChangeListener({ databaseUrl, store, deliver, pollMs, onError }: ListenerDeps) {
+export function createChangeListener({ notifications, store, deliver, pollMs, onError }: ListenerDeps) {
   let lastSeq = 0;
-  let client: pg.Client | null = null;
   let listening = false;
   let stale = false;
   let reading = false;
@@ -30,7 +30,7 @@ export function createChangeListener({ databaseUrl, store, deliver, pollMs, onEr
   let stopped = false;
   let starting: Promise<void> | null = null;
   let poll: NodeJS.Timeout | null = null;
-  let reconnect: NodeJS.Timeout | null = null;
+  let unsubscribe: (() => void) | null = null;
 
   async function catchUp(): Promise<void> {
     if (reading) {
@@ -58,37 +58,6 @@ export function createChangeListener({ databaseUrl, store, deliver, pollMs, onEr
     }
   }
 
-  function lost(c: pg.Client, err?: unknown): void {
-    if (c !== client) return;
-    client = null;
-    listening = false;
-    if (err) onError(err, 'config-stream listener');
-    c.end().catch(() => undefined);
-    if (!stopped && !reconnect) {
-      reconnect = setTimeout(() => ((reconnect = null), void connect()), pollMs);
-      reconnect.unref();
-    }
-  }
-
-  async function connect(): Promise<void> {
-    if (stopped) return;
-    const c = new pg.Client({ connectionString: databaseUrl, application_name: 'config-stream-listener' });
-    client = c;
-    c.on('error', (err) => lost(c, err));
-    c.on('end', () => lost(c));
-    c.on('notification', () => void catchUp());
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${CHANNEL}`);
-      if (client !== c) return;
-      listening = true;
-      // Whatever committed while the connection was down.
-      void catchUp();
-    } catch (err) {
-      lost(c, err);
-    }
-  }
-
   return {
     /** Resolves once the listener knows where it starts; memoized, retried after a failure. */
     start(): Promise<void> {
@@ -96,7 +65,17 @@ export function createChangeListener({ databaseUrl, store, deliver, pollMs, onEr
         lastSeq = (await store.head()).lastSeq;
         poll = setInterval(() => (!listening || stale) && void catchUp(), pollMs);
         poll.unref();
-        await connect();
+        unsubscribe = notifications.subscribe(CHANNEL, {
+          notify: () => void catchUp(),
+          up: () => {
+            listening = true;
+            // Whatever committed while the connection was down (or before it was up).
+            void catchUp();
+          },
+          down: () => {
+            listening = false;
+          },
+        });
       })().catch((err: unknown) => {
         starting = null;
         throw err;
@@ -107,14 +86,11 @@ export function createChangeListener({ databaseUrl, store, deliver, pollMs, onEr
     get lastSeq() {
       return lastSeq;
     },
-    async stop(): Promise<void> {
+    stop(): void {
       stopped = true;
       if (poll) clearInterval(poll);
-      if (reconnect) clearTimeout(reconnect);
-      const c = client;
-      client = null;
+      unsubscribe?.();
       listening = false;
-      await c?.end().catch(() => undefined);
     },
   };
 }

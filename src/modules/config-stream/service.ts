@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Config } from '../../config.js';
+import type { Notifications } from '../../db/notifications.js';
 import type { KeyContext } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { createChangeListener } from './listener.js';
@@ -55,12 +56,12 @@ const EVENT_STREAM_HEADERS = {
 
 export function createConfigStreamService({
   store,
-  databaseUrl,
+  notifications,
   settings,
   onError,
 }: {
   store: ConfigChangeStore;
-  databaseUrl: string;
+  notifications: Pick<Notifications, 'subscribe'>;
   settings: StreamSettings;
   onError: (err: unknown, where: string) => void;
 }) {
@@ -73,7 +74,7 @@ export function createConfigStreamService({
   const jitteredMs = () => settings.retryMs + Math.floor(Math.random() * (settings.retryJitterMs + 1));
   const retryAfter = () => ({ 'retry-after': String(Math.max(1, Math.ceil(jitteredMs() / 1000))) });
 
-  const listener = createChangeListener({ databaseUrl, store, deliver, pollMs: settings.pollMs, onError });
+  const listener = createChangeListener({ notifications, store, deliver, pollMs: settings.pollMs, onError });
 
   function write(s: Stream, bytes: Buffer): void {
     const socket = s.socket!;
@@ -249,7 +250,7 @@ export function createConfigStreamService({
             );
         }
       }
-      await listener.stop();
+      listener.stop();
     },
   };
 }
