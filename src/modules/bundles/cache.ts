@@ -22,8 +22,9 @@ interface Entry {
 /**
  * Per-process cache of each app's current bundle. Other instances announce new versions with
  * NOTIFY (sent in the generating transaction, so delivered at commit); an entry older than the
- * announced version is dropped at once (db/notifications.ts). If the LISTEN connection is down, entries fall back to
- * a short TTL and are revalidated with a one-row read of the version counter.
+ * announced version is dropped at once (the instance's LISTEN connection: db/notifications.ts).
+ * While that connection is down, entries fall back to a short TTL and are revalidated with a
+ * one-row read of the version counter.
  */
 export function createBundleCache(notifications: Pick<Notifications, 'subscribe'>, opts: CacheOptions) {
   const entries = new Map<string, Entry>();
