@@ -62,6 +62,9 @@ const code = await new Promise((resolve) => {
       '--test',
       '--test-concurrency=2',
       '--test-timeout=300000',
+      // A file's process exits once its tests and hooks (servers stopped) are done, as the service does
+      // after a stop (src/main.ts); a handle still open then no longer holds it until the timeout.
+      '--test-force-exit',
       '--test-reporter=spec',
       ...runnerArgs,
       ...files,
