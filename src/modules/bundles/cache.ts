@@ -103,9 +103,6 @@ export function createBundleCache(notifications: Pick<Notifications, 'subscribe'
       bytes += sizeOf(entry);
       return served;
     },
-    get listening() {
-      return listening;
-    },
     stop(): void {
       unsubscribe?.();
       listening = false;
