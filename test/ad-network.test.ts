@@ -132,6 +132,9 @@ describe('ad network: connection', () => {
     const r = await c.post('/api/v1/ad-network/webhooks', { url: 'https://example.com/hook' }, t.console);
     assert.equal(r.status, 400);
     assert.equal(r.body.code, 'webhooks_not_supported');
+    // Like every app route, it answers nobody without credentials (its OpenAPI operations declare them).
+    const anonymous = await c.post('/api/v1/ad-network/webhooks', { url: 'https://example.com/hook' });
+    assert.equal(anonymous.status, 401);
   });
 });
 

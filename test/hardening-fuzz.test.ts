@@ -57,7 +57,32 @@ const HOSTILE_PARAMS: [string, string][] = [
   ['wrong type', 'not-a-number'],
 ];
 
-const encodeBody = (v: unknown) => JSON.stringify(v).replaceAll(`"${DEEP}"`, DEEP_JSON);
+/**
+ * Issue 33: what a client may write for a number of a query or path parameter, each of which must get a
+ * 400 naming the parameter (the number rule, src/http/numbers.ts), already percent-encoded.
+ */
+const NUMERIC_PARAMS: [string, string][] = [
+  ['1e999', '1e999'],
+  ['-1e999', '-1e999'],
+  ['NaN', 'NaN'],
+  ['Infinity', 'Infinity'],
+  ['2^53 + 1', '9007199254740993'],
+  ['hexadecimal', '0x10'],
+  ['underscore', '1_000'],
+  ['exponent', '1e2'],
+  ['leading space', '%205'],
+  ['trailing space', '5%20'],
+  ['empty', ''],
+];
+/** JSON numbers a body may hold in place of any number: each must get a 400 naming the field. */
+const NUMERIC_LITERALS = ['1e999', '-1e999', '9007199254740993'];
+const literal = (n: string) => `__number_${n}__`;
+
+const encodeBody = (v: unknown) => {
+  let text = JSON.stringify(v).replaceAll(`"${DEEP}"`, DEEP_JSON);
+  for (const n of NUMERIC_LITERALS) text = text.replaceAll(`"${literal(n)}"`, n);
+  return text;
+};
 
 function resolve(doc: Doc, s: Schema | undefined): Schema {
   let cur = s ?? {};
@@ -134,6 +159,25 @@ function places(v: unknown, path: Path = [], out: { values: Path[]; objects: Pat
   return out;
 }
 
+function valueAt(root: unknown, path: Path): unknown {
+  let cur = root as any;
+  for (const k of path) cur = cur?.[k];
+  return cur;
+}
+
+function isNumeric(doc: Doc, schema: Schema | undefined): boolean {
+  const s = resolve(doc, schema);
+  const alt: Schema[] | undefined = s.anyOf ?? s.oneOf;
+  if (alt) return alt.every((a) => isNumeric(doc, a));
+  return s.type === 'integer' || s.type === 'number';
+}
+
+/** A 400 validation_failed whose errors[] holds the field's pointer. */
+function refusesField(text: string, field: string): boolean {
+  const body = JSON.parse(text);
+  return body.code === 'validation_failed' && (body.errors ?? []).some((e: { path: string }) => e.path === field);
+}
+
 function setAt(root: unknown, path: Path, value: unknown): unknown {
   const copy = structuredClone(root) as any;
   let cur = copy;
@@ -158,6 +202,8 @@ interface Probe {
   what: string;
   /** An ingestion batch of two valid events around a hostile one. */
   batch?: boolean;
+  /** The answer must be a 400 whose errors name this field (a JSON pointer such as `/querystring/limit`). */
+  refuses?: string;
 }
 
 const CODES = new Set(Object.keys(ERROR_STATUS));
@@ -221,18 +267,28 @@ describe('every route of the OpenAPI document, with hostile input', () => {
         const bodySchema = op.requestBody?.content?.['application/json']?.schema;
         const base = bodySchema ? sample(doc, bodySchema) : undefined;
         const M = method.toUpperCase();
-        const add = (what: string, url: string, body?: unknown, batch = false) =>
+        const add = (what: string, url: string, body?: unknown, batch = false, refuses?: string) =>
           probes.push({
             method: M,
             url,
             body: body === undefined ? undefined : typeof body === 'string' ? body : encodeBody(body),
             what: `${M} ${template} ${what}`,
             batch,
+            refuses,
           });
         add('baseline', build(), base);
         for (const p of params.filter((x) => x.in === 'path' || x.in === 'query')) {
           for (const [name, raw] of HOSTILE_PARAMS)
             add(`${p.in} ${p.name}: ${name}`, build({ name: p.name, raw }), base);
+          if (!isNumeric(doc, p.schema)) continue;
+          const field = `/${p.in === 'path' ? 'params' : 'querystring'}/${p.name}`;
+          for (const [name, raw] of NUMERIC_PARAMS)
+            add(`${p.in} ${p.name}: ${name}`, build({ name: p.name, raw }), base, false, field);
+          if (p.in === 'query') {
+            const url = build();
+            const twice = `${url}&${encodeURIComponent(p.name)}=${value(p)}`;
+            add(`query ${p.name}: given twice`, twice, base, false, field);
+          }
         }
         if (template === '/api/v1/ingest/events') {
           // Hostile values in one event, between two valid ones.
@@ -245,6 +301,9 @@ describe('every route of the OpenAPI document, with hostile input', () => {
           for (const p of objects)
             for (const k of HOSTILE_KEYS)
               variants.push([`event${p.map((x) => `/${x}`).join('')} key ${JSON.stringify(k)}`, addKey(ev, p, k)]);
+          for (const p of values.filter((x) => typeof valueAt(ev, x) === 'number'))
+            for (const n of NUMERIC_LITERALS)
+              variants.push([`event${p.map((k) => `/${k}`).join('')}: ${n}`, setAt(ev, p, literal(n))]);
           for (const [what, bad] of variants) {
             const valid = [makeEvent(), makeEvent()];
             const body = encodeBody({ batch: [valid[0], { ...(bad as object), event_id: randomUUID() }, valid[1]] });
@@ -263,6 +322,11 @@ describe('every route of the OpenAPI document, with hostile input', () => {
         for (const p of objects)
           for (const k of HOSTILE_KEYS)
             add(`body${p.map((x) => `/${x}`).join('')} key ${JSON.stringify(k)}`, build(), addKey(base, p, k));
+        for (const p of values.filter((x) => typeof valueAt(base, x) === 'number')) {
+          const pointer = `/body${p.map((k) => `/${k}`).join('')}`;
+          for (const n of NUMERIC_LITERALS)
+            add(`${pointer.slice(1)}: ${n}`, build(), setAt(base, p, literal(n)), false, pointer);
+        }
         for (const [name, v] of [
           ['array body', []],
           ['string body', 'x'],
@@ -297,6 +361,8 @@ describe('every route of the OpenAPI document, with hostile input', () => {
           : await res.text();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status >= 500) failures.push(`${p.what} -> ${res.status} ${text.slice(0, 200)}`);
+        else if (p.refuses && (res.status !== 400 || !refusesField(text, p.refuses)))
+          failures.push(`${p.what} -> ${res.status}, not a 400 naming ${p.refuses}: ${text.slice(0, 200)}`);
         else if (res.status >= 400 && !isProblem(res.headers.get('content-type'), text))
           failures.push(`${p.what} -> ${res.status} not problem+json: ${text.slice(0, 200)}`);
         if (p.batch) answers.set(p, { status: res.status, body: text ? JSON.parse(text) : null });

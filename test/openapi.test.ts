@@ -73,6 +73,9 @@ describe('OpenAPI document', () => {
     assert.deepEqual(op('post', '/api/v1/ingest/events')!.security, [{ sdkKey: [] }]);
     assert.deepEqual(op('post', '/api/v1/sdk/option-sets/{setId}/sync')!.security, [{ sdkKey: [], apiSecret: [] }]);
     assert.deepEqual(op('get', '/api/v1/sdk/events/export')!.security, [{ exportKey: [] }]);
+    // Issue 33: the ad network's refused webhook operations declared none.
+    for (const m of ['get', 'post', 'put', 'patch', 'delete'])
+      assert.deepEqual(op(m, '/api/v1/ad-network/webhooks')!.security, [{ bearer: [], tenant: [], app: [] }], m);
     assert.deepEqual(op('get', '/api/v1/analytics/kpis')!.security, [{ bearer: [], tenant: [], app: [] }]);
     assert.equal(op('get', '/api/v1/analytics/kpis')!['x-min-role'], 'viewer');
     assert.equal(op('post', '/api/v1/sdk/api-keys')!['x-min-role'], 'admin');

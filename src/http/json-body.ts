@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Socket } from 'node:net';
 import { AppError, problem } from './errors.js';
 import { findJsonViolation, type JsonViolation } from './json-bounds.js';
+import { findNumericParamProblem, type NumericKind, numericParams } from './numbers.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -13,6 +14,8 @@ declare module 'fastify' {
      * `unknown` items so that one bad event does not fail its batch, and documents each as an EventEnvelope.
      */
     documentedBody?: TSchema;
+    /** Set for every route from its schema: the numeric query and path parameters (src/http/numbers.ts). */
+    numeric?: { querystring: [string, NumericKind][]; params: [string, NumericKind][] };
   }
 }
 
@@ -27,9 +30,18 @@ export const violationError = (where: string, v: JsonViolation) =>
  * - an empty body (none, or `content-type: application/json` with zero bytes) reads as `{}` on a
  *   route with a body schema, so actions whose fields are all optional need no body;
  * - every string and key of the body, query and params passes the bounds and the text rule before
- *   validation, so nothing unstorable or too deep reaches a handler (400 naming the field).
+ *   validation, so nothing unstorable or too deep reaches a handler (400 naming the field);
+ * - every number follows one rule (src/http/numbers.ts): finite and safe in bodies, plain decimal
+ *   digits in the query string and path.
  */
 export function registerJsonBodies(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const numeric = {
+      querystring: numericParams(route.schema?.querystring),
+      params: numericParams(route.schema?.params),
+    };
+    if (numeric.querystring.length || numeric.params.length) route.config = { ...route.config, numeric };
+  });
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
@@ -50,7 +62,16 @@ export function registerJsonBodies(app: FastifyInstance): void {
     const inQuery = findJsonViolation(req.query);
     if (inQuery) return done(violationError('/querystring', inQuery));
     const inParams = findJsonViolation(req.params);
-    done(inParams ? violationError('/params', inParams) : undefined);
+    if (inParams) return done(violationError('/params', inParams));
+    const numeric = req.routeOptions.config.numeric;
+    if (numeric) {
+      // Before the schema's coercion, which would read `0x10` as 16 and `1e999` as Infinity.
+      const q = findNumericParamProblem(numeric.querystring, req.query as Record<string, unknown>);
+      if (q) return done(violationError('/querystring', { path: `/${q.name}`, message: q.message }));
+      const p = findNumericParamProblem(numeric.params, req.params as Record<string, unknown>);
+      if (p) return done(violationError('/params', { path: `/${p.name}`, message: p.message }));
+    }
+    done();
   });
 }
 

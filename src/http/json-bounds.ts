@@ -5,6 +5,8 @@
  * input) runs only on values this iterative walk has accepted.
  */
 
+import { numberProblem } from './numbers.js';
+
 /** Nesting levels of a request body (for ingestion: of each event), the root object being level 1. */
 export const MAX_JSON_DEPTH = 32;
 /** Keys of one object. */
@@ -64,12 +66,21 @@ export function findJsonViolation(root: unknown): JsonViolation | null {
     const why = stringProblem(root);
     return why ? { path: '', message: why } : null;
   }
+  if (typeof root === 'number') {
+    const why = numberProblem(root);
+    return why ? { path: '', message: why } : null;
+  }
   if (root === null || typeof root !== 'object') return null;
   const stack: Frame[] = [{ value: root, depth: 1, parent: null, key: '' }];
   // Only objects and arrays take a frame; strings are checked where they are met.
   const visit = (f: Frame, key: string | number, c: unknown): JsonViolation | null => {
     if (typeof c === 'string') {
       const why = stringProblem(c);
+      return why ? { path: pointer(f, String(key)), message: why } : null;
+    }
+    if (typeof c === 'number') {
+      // JSON.parse reads 1e999 as Infinity, which JSON.stringify would store as null.
+      const why = numberProblem(c);
       return why ? { path: pointer(f, String(key)), message: why } : null;
     }
     if (c !== null && typeof c === 'object') stack.push({ value: c, depth: f.depth + 1, parent: f, key });

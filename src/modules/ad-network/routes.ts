@@ -243,7 +243,9 @@ export const adNetworkRoutes =
     app.route({
       method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
       url: '/api/v1/ad-network/webhooks',
-      schema: { tags, summary: 'Refused: the ad network has no webhooks', response: errors(400) },
+      // Authenticated like the rest of the app's ad-network routes: a refusal is no reason to answer anyone.
+      preHandler: auth.customer('viewer'),
+      schema: { tags, summary: 'Refused: the ad network has no webhooks', response: errors(400, 401, 403) },
       handler: async () => {
         throw new AppError(
           'webhooks_not_supported',
