@@ -108,8 +108,11 @@ describe('refresh tokens', () => {
     assert.equal(cookieOf(out).value, '');
     assert.equal((await c.post('/api/v1/auth/refresh', undefined, jar(s.cookie))).status, 401);
     assert.equal((await c.post('/api/v1/auth/refresh', undefined, jar(otherCookie))).status, 200);
-    // Without a cookie: nothing to revoke, still 204.
-    assert.equal((await c.post('/api/v1/auth/logout')).status, 204);
+    // Without a cookie: 401 (the route is secured by it), and the cookie is cleared all the same.
+    const bare = await c.post('/api/v1/auth/logout');
+    assert.equal(bare.status, 401);
+    assert.equal(bare.body.code, 'missing_credentials');
+    assert.equal(cookieOf(bare).maxAge, 0);
   });
 
   it('answers 401 without a cookie or with a malformed one', async () => {

@@ -79,8 +79,8 @@ export function createRefreshTokens({
       return { userId: r.userId!, grant: { token: next, maxAgeS: maxAge(r.expiresAt!) } };
     },
 
-    async revoke(token: string | undefined): Promise<void> {
-      if (token) await store.revokeRefreshFamily(digest(token), 'logout');
+    async revoke(token: string): Promise<void> {
+      await store.revokeRefreshFamily(digest(token), 'logout');
     },
   };
 }

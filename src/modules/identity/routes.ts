@@ -114,12 +114,15 @@ export const identityRoutes =
           summary: 'End the sign-in: revoke its refresh tokens and clear the cookie',
           description: 'ID tokens already issued stay valid until they expire (TOKEN_TTL_S); the client drops its own.',
           security: REFRESH_SECURITY,
-          response: { 204: Type.Null() },
+          response: { 204: Type.Null(), ...errors(401) },
         },
       },
       async (req, reply) => {
-        await identity.logout(refreshTokenOf(req.headers.cookie));
-        return reply.status(204).header('set-cookie', cookie(null)).send(null);
+        reply.header('set-cookie', cookie(null));
+        const token = refreshTokenOf(req.headers.cookie);
+        if (!token) throw new AppError('missing_credentials', 'No refresh token: nothing to sign out of');
+        await identity.logout(token);
+        return reply.status(204).send(null);
       },
     );
 

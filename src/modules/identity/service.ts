@@ -77,7 +77,7 @@ export function createIdentityService({
       return { ...(await tokens.issue(user)), user: publicUser(user), refresh: grant };
     },
 
-    logout: (refreshToken: string | undefined) => refresh.revoke(refreshToken),
+    logout: (refreshToken: string) => refresh.revoke(refreshToken),
 
     /** Resolves a bearer token to our user; users of a trusted external issuer are provisioned on first sight. */
     async authenticate(token: string): Promise<AuthenticatedUser> {
