@@ -55,6 +55,20 @@ describe('sign-in throttle, production numbers (5 per account, lock from 30 s)',
     assert.equal(other.status, 200, other.text);
   });
 
+  it('sixty guesses sent at once: five are checked (five hashes), the rest refused unhashed', async () => {
+    await signup(c, 'burst@example.com');
+    const ip = address();
+    const started = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => login(c, 'burst@example.com', `burst ${i}`, ip)),
+    );
+    const ms = performance.now() - started;
+    const count = (status: number) => answers.filter((r) => r.status === status).length;
+    assert.equal(count(401), 5, 'admitted (and hashed): the account threshold, not more');
+    assert.equal(count(429), 55);
+    console.log(`60 concurrent wrong passwords for one account: 5 x 401, 55 x 429 in ${ms.toFixed(0)} ms`);
+  });
+
   it('answers an unknown email as a wrong password, and throttles it the same', async () => {
     await signup(c, 'known@example.com');
     const ip = address();
