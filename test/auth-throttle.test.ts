@@ -101,6 +101,18 @@ describe('sign-in throttle, production numbers (5 per account, lock from 30 s)',
     for (const e of emails) assert.equal((await login(c, e, PASSWORD, address())).status, 200);
   });
 
+  it('counts an IPv6 client by its /64', async () => {
+    await signup(c, 'six@example.com');
+    // 12 failures from 12 addresses of one /64 (3 accounts' worth: no account reaches 5).
+    const emails = ['six@example.com', 'six-b@example.com', 'six-c@example.com', 'six-d@example.com'];
+    for (let i = 0; i < 12; i++) {
+      const r = await login(c, emails[i % 4], 'wrong', `2001:db8:1:2:${i.toString(16)}::${i + 1}`);
+      assert.equal(r.status, 401);
+    }
+    assert.equal((await login(c, 'six@example.com', PASSWORD, '2001:db8:1:2:ffff::9')).status, 429);
+    assert.equal((await login(c, 'six@example.com', PASSWORD, '2001:db8:1:3::1')).status, 200, 'the next /64');
+  });
+
   it('a success hands the address its attempt back', async () => {
     await signup(c, 'regular@example.com');
     const ip = address();
