@@ -41,8 +41,10 @@ import { healthRoutes } from './modules/health/routes.js';
 import { createMetrics } from './modules/metrics/metrics.js';
 import { metricsRoutes } from './modules/metrics/routes.js';
 import { createMetricsStore } from './modules/metrics/store.js';
+import { createRefreshTokens } from './modules/identity/refresh.js';
 import { identityRoutes } from './modules/identity/routes.js';
 import { createIdentityService } from './modules/identity/service.js';
+import { createSignInThrottle } from './modules/identity/sign-in-throttle.js';
 import { createIdentityStore } from './modules/identity/store.js';
 import { createTokenService } from './modules/identity/tokens.js';
 import { createGroupCommit } from './modules/ingest/group-commit.js';
@@ -103,7 +105,12 @@ export async function compose({
   // Webhook and export-callback signing secrets are sealed at rest; rows from before migration 018 are sealed now.
   const secretBox = createSecretBox(config.encryptionKey);
   await sealStoredSecrets(db, secretBox);
-  const identity = createIdentityService({ store: identityStore, tokens });
+  const identity = createIdentityService({
+    store: identityStore,
+    tokens,
+    throttle: createSignInThrottle({ store: identityStore, config: config.signInThrottle }),
+    refresh: createRefreshTokens({ store: identityStore, ttlS: config.refreshTtlSeconds }),
+  });
   const tenancyStore = createTenancyStore(db, secretBox);
   const tenancy = createTenancyService({ db, store: tenancyStore, users: identityStore, activity });
   const keys = createApiKeyService({ db, store: createApiKeyStore(db), activity, cacheTtlMs: config.keyCacheTtlMs });
@@ -252,7 +259,7 @@ export async function compose({
   ] as FastifyPluginAsync[];
   const plugins: FastifyPluginAsync[] = [
     ...opsPlugins,
-    identityRoutes({ identity, tokens }),
+    identityRoutes({ identity, tokens, secureCookies: config.publicUrl?.startsWith('https:') ?? false }),
     tenancyRoutes({ auth, tenancy }),
     apiKeyRoutes({ auth, keys }),
     settingsRoutes({ auth, settings }),

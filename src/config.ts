@@ -19,6 +19,17 @@ export interface Config {
   jwtIssuer: string;
   jwtAudience: string;
   tokenTtlSeconds: number;
+  /** Absolute lifetime of a refresh-token family, i.e. of one console sign-in (REFRESH_TTL_S). */
+  refreshTtlSeconds: number;
+  /** Failed sign-ins and signups per account / client address (docs/auth.md). */
+  signInThrottle: {
+    accountFailures: number;
+    addressFailures: number;
+    signupsPerAddress: number;
+    lockS: number;
+    lockMaxS: number;
+    windowS: number;
+  };
   /** Optional external OpenID Connect issuer trusted besides the built-in one. */
   oidc?: { issuer: string; jwksUrl: string; audience: string };
   superAdminEmails: Set<string>;
@@ -167,7 +178,17 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     logLevel: env.LOG_LEVEL ?? 'info',
     jwtIssuer: env.JWT_ISSUER ?? env.PUBLIC_URL ?? `http://localhost:${port}`,
     jwtAudience: env.JWT_AUDIENCE ?? 'mobile-sdk-backend-console',
-    tokenTtlSeconds: int(env, 'TOKEN_TTL_S', 12 * 3600, 60, 30 * 86400),
+    tokenTtlSeconds: int(env, 'TOKEN_TTL_S', 12 * 3600, 5, 30 * 86400),
+    refreshTtlSeconds: int(env, 'REFRESH_TTL_S', 30 * 86400, 1, 365 * 86400),
+    // The numbers and why (OWASP's authentication guidance): docs/auth.md.
+    signInThrottle: {
+      accountFailures: int(env, 'SIGN_IN_ACCOUNT_FAILURES', 5, 1, 100),
+      addressFailures: int(env, 'SIGN_IN_ADDRESS_FAILURES', 30, 1, 10_000),
+      signupsPerAddress: int(env, 'SIGNUP_ADDRESS_LIMIT', 20, 1, 10_000),
+      lockS: int(env, 'SIGN_IN_LOCK_S', 30, 1, 3600),
+      lockMaxS: int(env, 'SIGN_IN_LOCK_MAX_S', 900, 1, 86400),
+      windowS: int(env, 'SIGN_IN_WINDOW_S', 3600, 1, 7 * 86400),
+    },
     oidc: oidcIssuer
       ? { issuer: oidcIssuer, jwksUrl: env.OIDC_JWKS_URL!, audience: env.OIDC_AUDIENCE ?? 'mobile-sdk-backend-console' }
       : undefined,

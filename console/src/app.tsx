@@ -14,16 +14,27 @@ export function App() {
   const page = PAGES.find((p) => p.path === path);
   const { Page, error } = usePageComponent(page);
   if (!w.signedIn) return <SignIn />;
+  // A sign-in that ended under the user: the screen stays (drafts too) under the sign-in dialog.
+  return (
+    <>
+      <Screen page={page} Page={Page} error={error} path={path} />
+      {w.expired && <SignIn again />}
+    </>
+  );
+}
+
+function Screen({ page, Page, error, path }: { page?: PageDef; Page?: ComponentType; error?: unknown; path: string }) {
+  const w = useWorkspace();
   if (!w.me) return w.meError ? <Problem error={w.meError} /> : <p className="muted">Loading…</p>;
   if (!w.org || path === '/setup/organization') return <FirstRun step="organization" />;
   if (!w.app || path === '/setup/app') return <FirstRun step="app" />;
   return (
     <Layout>
-      {/* Keyed by app: a switch starts each page afresh (forms, selections). */}
+      {/* Keyed by user and app: a switch starts each page afresh (forms, selections); a renewal does not. */}
       {!page ? (
         <p>No page here. Pick one from the navigation.</p>
       ) : Page ? (
-        <Page key={`${w.org.id}/${w.app.id}`} />
+        <Page key={`${w.userId}/${w.org.id}/${w.app.id}`} />
       ) : error ? (
         <Problem error={error} />
       ) : (

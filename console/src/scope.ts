@@ -1,4 +1,5 @@
 import { api, unwrap } from './api/client';
+import { subjectOf, TOKEN } from './auth';
 import type { paths } from './api/schema';
 
 /**
@@ -9,7 +10,7 @@ import type { paths } from './api/schema';
 export type Me = paths['/api/v1/me']['get']['responses'][200]['content']['application/json']['data'];
 export type Environment = 'production' | 'sandbox';
 
-export const TOKEN = 'console.token';
+export { TOKEN };
 export const PICK = 'console.pick';
 export const DEFAULT_ENVIRONMENT: Environment = 'production';
 
@@ -35,8 +36,9 @@ export interface QueryDef<T> {
 /** Starts a query's call (first-load.ts: before React, under the query's key). */
 export type StartQuery = <T>(q: QueryDef<T>) => Promise<T>;
 
+/** Keyed by the user, not the token: a renewed token (same user) neither refetches nor remounts. */
 export const meQuery = (token: string | null) => ({
-  queryKey: ['me', token],
+  queryKey: ['me', subjectOf(token)],
   enabled: !!token,
   queryFn: () => unwrap(api.GET('/api/v1/me')).then((r): Me => r.data),
 });

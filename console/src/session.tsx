@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
 import { ApiError, session } from './api/client';
 import type { components } from './api/schema';
+import { forgetToken, logout, onToken, renew, renewDueInMs, saveToken, subjectOf } from './auth';
 import {
   DEFAULT_ENVIRONMENT,
   type Environment,
@@ -12,7 +13,6 @@ import {
   savedPick,
   savedToken,
   scopeKey,
-  TOKEN,
 } from './scope';
 
 export type { Environment, Scope } from './scope';
@@ -32,6 +32,13 @@ interface Workspace {
   signIn(token: string, expiresInS: number): void;
   signOut(): void;
   signedIn: boolean;
+  /**
+   * The sign-in ended under the user (a renewal refused: revoked, or past its end): the page stays
+   * as it is, drafts included, under a sign-in dialog; signing in again as the same user resumes it.
+   */
+  expired: boolean;
+  /** The signed-in user (the token's subject): pages are keyed by it, so another user starts afresh. */
+  userId: string | undefined;
 }
 
 const Ctx = createContext<Workspace | null>(null);
@@ -42,39 +49,52 @@ export const useWorkspace = () => useContext(Ctx)!;
 export function SessionProvider({ children }: { children: ReactNode }) {
   const qc = useQueryClient();
   const [token, setToken] = useState(savedToken);
+  const [expired, setExpired] = useState(false);
   const [pick, setPick] = useState(savedPick);
   const [environment, setEnvironment] = useState(DEFAULT_ENVIRONMENT);
   session.token = token;
+  const userId = subjectOf(token);
+
+  // A renewal (timer, or a 401 retried) swaps the token in place: same user, same query keys, no remount.
+  useEffect(() => onToken(setToken), []);
 
   const signOut = useCallback(() => {
-    sessionStorage.removeItem(TOKEN);
-    session.token = null;
-    setToken(null);
+    logout();
+    setExpired(false);
     qc.clear();
   }, [qc]);
-  session.onUnauthorized = signOut;
+  const end = useCallback(() => setExpired(true), []);
+  session.onUnauthorized = end;
 
-  const signIn = useCallback((t: string, expiresInS: number) => {
-    sessionStorage.setItem(TOKEN, t);
-    sessionStorage.setItem(`${TOKEN}.exp`, String(Date.now() + expiresInS * 1000));
-    setToken(t);
-  }, []);
+  const signIn = useCallback(
+    (t: string, expiresInS: number) => {
+      const again = expired && subjectOf(t) === userId;
+      if (!again) qc.clear();
+      saveToken(t, expiresInS);
+      setExpired(false);
+      // Back from the dialog: what failed meanwhile is asked again; pages and their drafts stay.
+      if (again) void qc.invalidateQueries();
+    },
+    [expired, userId, qc],
+  );
 
-  // No refresh endpoint: at expiry the console goes back to sign-in rather than failing call by call.
+  // Renewed at RENEW_AT of the token's lifetime; a refused renewal ends the sign-in (the dialog).
   useEffect(() => {
-    if (!token) return;
-    const left = Number(sessionStorage.getItem(`${TOKEN}.exp`) ?? Infinity) - Date.now();
-    if (!Number.isFinite(left)) return;
-    const t = setTimeout(signOut, Math.max(0, Math.min(left, 2 ** 31 - 1)));
+    if (!token || expired) return;
+    const due = renewDueInMs();
+    if (due === undefined) return;
+    const t = setTimeout(() => void renew().then((ok) => ok || end()), Math.max(0, Math.min(due, 2 ** 31 - 1)));
     return () => clearTimeout(t);
-  }, [token, signOut]);
+  }, [token, expired, end]);
 
   const me = useQuery(meQuery(token));
   // A 401 of /me may come before the first render set onUnauthorized (first-load.ts asks early).
   const meUnauthorized = me.error instanceof ApiError && me.error.status === 401;
+  const hasMe = me.data !== undefined;
   useEffect(() => {
-    if (meUnauthorized) signOut();
-  }, [meUnauthorized, signOut]);
+    // Only a first /me (a stale token, no renewal): a refetch failing under the dialog keeps the page.
+    if (meUnauthorized && !hasMe) forgetToken();
+  }, [meUnauthorized, hasMe]);
 
   const orgs = me.data?.organizations ?? [];
   const org = orgs.find((o) => o.id === pick.orgId) ?? orgs[0];
@@ -101,8 +121,10 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       signIn,
       signOut,
       signedIn: !!token,
+      expired,
+      userId,
     }),
-    [me.data, me.error, org, app, environment, select, signIn, signOut, token],
+    [me.data, me.error, org, app, environment, select, signIn, signOut, token, expired, userId],
   );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
 }

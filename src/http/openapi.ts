@@ -37,6 +37,12 @@ const SECURITY_SCHEMES = {
     bearerFormat: 'JWT',
     description: 'The ID token of a Super Admin (SUPER_ADMIN_EMAILS).',
   },
+  refreshCookie: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'refresh_token',
+    description: 'The refresh token the auth routes set (HttpOnly; sent by the browser to /api/v1/auth only).',
+  },
 } as const;
 
 type Requirement = Record<keyof typeof SECURITY_SCHEMES, string[]>;

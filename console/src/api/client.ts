@@ -18,9 +18,26 @@ export const session = {
   token: null as string | null,
   tenantId: null as string | null,
   appId: null as string | null,
-  /** Called on a 401 of a signed-in call: the token expired or was revoked. */
+  /** Called on a 401 of a signed-in call that a renewal did not save: the sign-in ended. */
   onUnauthorized: () => {},
+  /** Renews the ID token (auth.ts); true when a new one is in `token`. */
+  renew: (): Promise<boolean> => Promise.resolve(false),
 };
+
+/**
+ * A signed-in call answered 401 (the token expired while the laptop slept, or the renewal timer
+ * has not run yet) is renewed and retried once with the new token.
+ */
+async function withRenewal(request: Request, init?: RequestInit): Promise<Response> {
+  const sent = request.headers.get('authorization');
+  const retry = sent && !new URL(request.url).pathname.startsWith('/api/v1/auth/') ? request.clone() : undefined;
+  const res = await fetch(request, init);
+  if (res.status !== 401 || !retry) return res;
+  // A renewal since this call left (the timer's, another call's) is used as it is.
+  if (sent === `Bearer ${session.token}` && !(await session.renew())) return res;
+  retry.headers.set('authorization', `Bearer ${session.token}`);
+  return fetch(retry, init);
+}
 
 const headers: Middleware = {
   onRequest({ request }) {
@@ -36,7 +53,7 @@ const headers: Middleware = {
   },
 };
 
-export const api = createClient<paths>({ baseUrl: '' });
+export const api = createClient<paths>({ baseUrl: '', fetch: withRenewal });
 api.use(headers);
 
 /** A problem's `errors[]`: the JSON pointer of the field at fault (e.g. `/body/name`) and why. */

@@ -208,7 +208,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an account and receive an ID token */
+        /**
+         * Create an account and receive an ID token
+         * @description Also sets the `refresh_token` cookie (HttpOnly, SameSite=Strict, Path=/api/v1/auth) that POST /api/v1/auth/refresh exchanges for a new ID token.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -271,6 +274,15 @@ export interface paths {
                         "application/json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description RFC 9457 problem details */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -288,7 +300,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange email and password for an ID token */
+        /**
+         * Exchange email and password for an ID token
+         * @description Failed attempts are throttled per account and per client address (429 with Retry-After). Also sets the `refresh_token` cookie (HttpOnly, SameSite=Strict, Path=/api/v1/auth) that POST /api/v1/auth/refresh exchanges for a new ID token.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -331,6 +346,117 @@ export interface paths {
                     content: {
                         "application/json": components["schemas"]["Problem"];
                     };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange the refresh cookie for a new ID token (and a new cookie)
+         * @description Each refresh token works once: the answer sets its successor. Presenting a used one again revokes the sign-in (every token of it). A sign-in ends at the latest REFRESH_TTL_S after it began.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            token: string;
+                            expires_in: number;
+                            user: {
+                                id: string;
+                                email: string;
+                                name: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End the sign-in: revoke its refresh tokens and clear the cookie
+         * @description ID tokens already issued stay valid until they expire (TOKEN_TTL_S); the client drops its own.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description RFC 9457 problem details */
                 401: {

@@ -1,13 +1,16 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { type FormEvent, type ReactNode, useEffect, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import { Problem } from '../components/problem';
 import { useWorkspace } from '../session';
 
-/** Sign in, or create an account when signup is open (the API's signup-enabled flag). */
-export default function SignIn() {
-  const { signIn } = useWorkspace();
-  const [email, setEmail] = useState('');
+/**
+ * Sign in, or create an account when signup is open (the API's signup-enabled flag). `again`: the
+ * sign-in ended under the user; a modal dialog over the page, which stays as it was.
+ */
+export default function SignIn({ again = false }: { again?: boolean }) {
+  const { signIn, me } = useWorkspace();
+  const [email, setEmail] = useState(again ? (me?.email ?? '') : '');
   const [password, setPassword] = useState('');
   const open = useQuery({
     queryKey: ['signup-enabled'],
@@ -27,8 +30,7 @@ export default function SignIn() {
     submit.mutate('login');
   };
   return (
-    <main className="narrow">
-      <h1>Sign in</h1>
+    <Frame again={again}>
       <form onSubmit={onSubmit} className="stack">
         <label>
           Email
@@ -54,18 +56,40 @@ export default function SignIn() {
           <button type="submit" disabled={submit.isPending}>
             Sign in
           </button>
-          {open.data?.enabled && (
+          {open.data?.enabled && !again && (
             <button type="button" disabled={submit.isPending} onClick={() => submit.mutate('signup')}>
               Create account
             </button>
           )}
         </div>
-        {open.data?.enabled && <p className="muted">New here? Passwords need at least 10 characters.</p>}
-        {open.data?.enabled === false && (
+        {open.data?.enabled && !again && <p className="muted">New here? Passwords need at least 10 characters.</p>}
+        {open.data?.enabled === false && !again && (
           <p className="muted">Signup is closed; ask an owner of your organization to add you.</p>
         )}
         <Problem error={submit.error} />
       </form>
-    </main>
+    </Frame>
+  );
+}
+
+function Frame({ again, children }: { again: boolean; children: ReactNode }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    if (again && !ref.current?.open) ref.current?.showModal();
+  }, [again]);
+  if (!again)
+    return (
+      <main className="narrow">
+        <h1>Sign in</h1>
+        {children}
+      </main>
+    );
+  return (
+    // Escape would close it and leave a page whose calls all fail: it closes by signing in.
+    <dialog ref={ref} aria-labelledby="session-ended" onCancel={(e) => e.preventDefault()}>
+      <h2 id="session-ended">Your session ended</h2>
+      <p className="muted">Sign in again to go on: this page and what you were editing stay as they are.</p>
+      {children}
+    </dialog>
   );
 }
