@@ -25,6 +25,8 @@ CREATE TABLE privacy_deletions (
   -- One entry per store: { deleted, finished_at, remaining } (remaining: what a search finds after).
   steps jsonb NOT NULL DEFAULT '{}',
   error text,
+  -- Touched by the running job at every store: a run that stops touching it died (privacy.resume).
+  heartbeat_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT now(),
   started_at timestamptz,
   completed_at timestamptz

@@ -247,6 +247,9 @@ export async function compose({
   const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
   let refreshing: Promise<unknown> = Promise.resolve();
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
+  // A deletion whose job died with its process (kill -9) goes on as soon as a worker starts.
+  if (config.runsWorkers)
+    void jobs.whenStarted().then(() => jobs.send('privacy.resume', { all: true }).catch(() => null));
 
   const privacy = createPrivacyService({
     db,
@@ -305,7 +308,8 @@ export async function compose({
     'ad-network.sync': () => adNetwork.sync.runAll((msg, err) => adNetworkLog.warn({ err }, msg)),
     ...webhookJobs({ queue: webhookQueue }),
     ...exportJobs.handlers,
-    'privacy.delete': deletionJob,
+    'privacy.delete': deletionJob.run,
+    'privacy.resume': deletionJob.resume,
     // After each fold, the funnel answers it made stale (paced by ANALYTICS_FUNNEL_REFRESH_S), beside
     // the next folds rather than before them: a refresh takes seconds at 10M events, and the fold
     // chain waited for it (the steady state's lag grew by that much every minute).

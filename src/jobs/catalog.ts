@@ -91,6 +91,17 @@ export const JOBS = {
     expireInSeconds: 3600,
     policy: 'singleton',
   }),
+  // Runs again the deletions whose job died (kill -9): at worker start all running ones, then every
+  // minute those whose heartbeat stopped. Steps are serialized and done once, so a second run is safe.
+  'privacy.resume': def({
+    payload: Type.Object({ all: Type.Optional(Type.Boolean()) }),
+    retryLimit: 2,
+    retryDelaySeconds: 30,
+    retryBackoff: false,
+    expireInSeconds: 3600,
+    policy: 'singleton',
+    cron: '* * * * *',
+  }),
   // Folds new events into the analytics rollups. Self-rescheduling every ROLLUP_INTERVAL_S;
   // the minute cron only revives the chain. Stately: at most one queued and one running.
   'analytics.rollup': def({

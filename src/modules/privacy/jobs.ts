@@ -1,4 +1,4 @@
-import { withTx, type Db } from '../../db/pool.js';
+import { type Db, type Tx, withTx } from '../../db/pool.js';
 import type { Scope } from '../../types/domain.js';
 import { type EraseStore, type OptionLockKey, type Reach } from './erase-store.js';
 import type { Subject } from './hash.js';
@@ -12,6 +12,8 @@ interface EventsStep extends StepReceipt {
 }
 
 const POLL_MS = 250;
+/** A running deletion untouched this long has lost its job (the heartbeat is every store, every 250 ms of waiting). */
+const STALE_S = 120;
 
 /**
  * The erasure of one deletion request (docs/privacy.md), durable: each store is cleared in one
@@ -46,38 +48,50 @@ export function createDeletionJob({
     return reach;
   }
 
+  /**
+   * One store's erasure and its receipt in one transaction, after locking the request's row and
+   * checking the store is not done: two runs of one request (a resume beside a live job) never both
+   * clear a store, and a crash leaves it wholly done or untouched.
+   */
+  const once = (scope: Scope, id: string, name: EraseStep, fn: (tx: Tx) => Promise<void>) =>
+    withTx(db, async (tx) => {
+      const cur = await store.deletion(scope, id, tx);
+      if (cur && cur.status === 'running' && !cur.steps[name]) await fn(tx);
+    });
+
   async function step(scope: Scope, d: DeletionRow, name: EraseStep, reach: Reach): Promise<void> {
     const id = d.id;
+    await store.touch(scope, id);
     const record = (r: StepReceipt | EventsStep, tx: Parameters<PrivacyStore['recordStep']>[4]) =>
       store.recordStep(scope, id, name, r, tx);
     const events = d.steps.events as EventsStep | undefined;
     switch (name) {
       case 'events':
-        return withTx(db, async (tx) => {
+        return once(scope, id, name, async (tx) => {
           const r = await erase.deleteEvents(scope, reach, tx);
           const span = r.from && r.to ? { from: r.from, to: r.to } : null;
           await record({ deleted: r.deleted, finished_at: now(), remaining: -1, span, locks: r.locks }, tx);
         });
       case 'option_locks':
-        return withTx(db, async (tx) => {
+        return once(scope, id, name, async (tx) => {
           const n = await erase.releaseLocks(scope, events?.locks ?? [], tx);
           await record({ deleted: n, finished_at: now(), remaining: -1 }, tx);
         });
       case 'identity':
-        return withTx(db, async (tx) => {
+        return once(scope, id, name, async (tx) => {
           await record(
             { deleted: await erase.deleteIdentity(scope, reach, tx), finished_at: now(), remaining: -1 },
             tx,
           );
         });
       case 'webhooks':
-        return withTx(db, async (tx) => {
+        return once(scope, id, name, async (tx) => {
           const n = await erase.deleteWebhookCopies(scope, reach, tx);
           await record({ deleted: n, finished_at: now(), remaining: -1 }, tx);
         });
       case 'exports': {
         const span = events?.span;
-        await withTx(db, async (tx) => {
+        await once(scope, id, name, async (tx) => {
           const n = span ? await erase.expireExports(scope, span, d.created_at.toISOString(), tx) : 0;
           await record({ deleted: n, finished_at: now(), remaining: -1 }, tx);
         });
@@ -92,10 +106,10 @@ export function createDeletionJob({
         while (asked && !(await erase.analyticsRebuilt(scope))) {
           if (Date.now() > deadline) throw new Error('the analytics rebuild did not finish in time; the job retries');
           await foldNow();
+          await store.touch(scope, id);
           if (!(await erase.analyticsRebuilt(scope))) await new Promise((r) => setTimeout(r, POLL_MS));
         }
-        await record({ deleted: before, finished_at: now(), remaining: -1 }, db);
-        return;
+        return once(scope, id, name, (tx) => record({ deleted: before, finished_at: now(), remaining: -1 }, tx));
       }
     }
   }
@@ -113,7 +127,7 @@ export function createDeletionJob({
     };
   }
 
-  return async function run(p: { deletionId: string; tenantId: string; appId: string }): Promise<void> {
+  async function run(p: { deletionId: string; tenantId: string; appId: string }): Promise<void> {
     const scope = { tenantId: p.tenantId, appId: p.appId };
     let d = await store.start(scope, p.deletionId);
     if (!d) return; // cancelled, or over
@@ -133,5 +147,14 @@ export function createDeletionJob({
       left.length ? 'failed' : 'done',
       left.length ? `still found after erasure: ${left.map(([s, n]) => `${s} ${n}`).join(', ')}` : null,
     );
+  }
+
+  return {
+    run,
+    /** Runs the stalled deletions here (all running ones with `all`, at worker start after a crash). */
+    async resume({ all }: { all?: boolean }): Promise<void> {
+      for (const d of await store.stalled(all ? 0 : STALE_S))
+        await run({ deletionId: d.id, tenantId: d.tenant_id, appId: d.app_id });
+    },
   };
 }

@@ -116,11 +116,30 @@ export function createPrivacyStore(db: Queryable) {
     /** Marks a request running (once) and answers it; null when it was cancelled or is already over. */
     async start(scope: Scope, id: string): Promise<DeletionRow | null> {
       const { rows } = await db.query<DeletionRow>(
-        `UPDATE privacy_deletions SET status = 'running', started_at = coalesce(started_at, now())
+        `UPDATE privacy_deletions SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now()
           WHERE tenant_id = $1 AND app_id = $2 AND id = $3 AND status IN ('pending', 'running') RETURNING ${COLUMNS}`,
         [scope.tenantId, scope.appId, id],
       );
       return rows[0] ?? null;
+    },
+
+    /** The running job is alive: touched at every store and while it waits for the analytics rebuild. */
+    async touch(scope: Scope, id: string): Promise<void> {
+      await db.query(
+        'UPDATE privacy_deletions SET heartbeat_at = now() WHERE tenant_id = $1 AND app_id = $2 AND id = $3',
+        [scope.tenantId, scope.appId, id],
+      );
+    },
+
+    /** Running deletions (every app) whose job stopped touching them for `staleS` seconds (0: all of them). */
+    async stalled(staleS: number): Promise<{ id: string; tenant_id: string; app_id: string }[]> {
+      const { rows } = await db.query(
+        `SELECT id, tenant_id, app_id FROM privacy_deletions
+          WHERE status = 'running' AND coalesce(heartbeat_at, started_at) <= now() - make_interval(secs => $1)
+          ORDER BY started_at`,
+        [staleS],
+      );
+      return rows;
     },
 
     async setExpansion(scope: Scope, id: string, anonIds: string[], userIds: string[], tx: Tx): Promise<void> {
