@@ -49,6 +49,12 @@ import { createIdentityStore } from './modules/identity/store.js';
 import { createTokenService } from './modules/identity/tokens.js';
 import { createGroupCommit } from './modules/ingest/group-commit.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
+import { createEraseStore } from './modules/privacy/erase-store.js';
+import { createDeletionJob } from './modules/privacy/jobs.js';
+import { privacyRoutes } from './modules/privacy/routes.js';
+import { createPrivacyService } from './modules/privacy/service.js';
+import { createPrivacyStore } from './modules/privacy/store.js';
+import { createSuppressionCheck } from './modules/privacy/suppression.js';
 import { createIngestService } from './modules/ingest/service.js';
 import { createIngestStore, ensureEventPartitions } from './modules/ingest/store.js';
 import { optionSetConsoleRoutes } from './modules/option-sets/console-routes.js';
@@ -134,7 +140,10 @@ export async function compose({
   const ingestStore = createIngestStore(db);
   // Concurrent ingest requests share a transaction and its commit.
   const ingestWriter = createGroupCommit(ingestStore.insertGroup, config.ingestGroupCommit);
-  const ingest = createIngestService({ store: ingestStore, writer: ingestWriter, settings, limiter });
+  // Privacy: subjects suppressed at ingestion, cached like API keys (a new suppression holds everywhere within the TTL).
+  const privacyStore = createPrivacyStore(db);
+  const suppression = createSuppressionCheck({ store: privacyStore, ttlMs: config.keyCacheTtlMs });
+  const ingest = createIngestService({ store: ingestStore, writer: ingestWriter, settings, limiter, suppression });
   // A sync regenerates the config bundle when a published flow references the set (bundles is defined below;
   // the callback only runs after a request, long after composition).
   const optionSets = createOptionSetService({
@@ -245,6 +254,26 @@ export async function compose({
   const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
   let refreshing: Promise<unknown> = Promise.resolve();
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
+  // A deletion whose job died with its process (kill -9) goes on as soon as a worker starts.
+  if (config.runsWorkers)
+    void jobs.whenStarted().then(() => jobs.send('privacy.resume', { all: true }).catch(() => null));
+
+  const privacy = createPrivacyService({
+    db,
+    store: privacyStore,
+    jobs,
+    activity,
+    // The erasure starts once every instance's suppression cache has reloaded: nothing of theirs lands after it.
+    settleS: Math.ceil(config.keyCacheTtlMs / 1000) + 1,
+  });
+  const deletionJob = createDeletionJob({
+    db,
+    store: privacyStore,
+    erase: createEraseStore(db),
+    foldNow: () => rollups.run(),
+    purgeExportFiles: () => exportJobs.handlers['export.cleanup'](),
+    analyticsTimeoutMs: 30 * 60_000,
+  });
 
   // Operations endpoints (/livez, /readyz, /metrics): every role serves them; metrics first, its hooks see every route.
   const lifecycle = createLifecycle();
@@ -275,6 +304,7 @@ export async function compose({
     webhookRoutes({ auth, webhooks }),
     exportRoutes({ auth, exports, onClose: exportJobs.stop }),
     analyticsRoutes({ auth, analytics }),
+    privacyRoutes({ auth, privacy }),
     consoleRoutes(),
     ...adNetwork.plugins(auth),
   ] as FastifyPluginAsync[];
@@ -285,6 +315,8 @@ export async function compose({
     'ad-network.sync': () => adNetwork.sync.runAll((msg, err) => adNetworkLog.warn({ err }, msg)),
     ...webhookJobs({ queue: webhookQueue }),
     ...exportJobs.handlers,
+    'privacy.delete': deletionJob.run,
+    'privacy.resume': deletionJob.resume,
     // After each fold, the funnel answers it made stale (paced by ANALYTICS_FUNNEL_REFRESH_S), beside
     // the next folds rather than before them: a refresh takes seconds at 10M events, and the fold
     // chain waited for it (the steady state's lag grew by that much every minute).

@@ -77,6 +77,31 @@ export const JOBS = {
     policy: 'singleton',
     cron: '*/10 * * * *',
   }),
+  // One job per deletion request, keyed by its id (docs/privacy.md): durable, each store done once;
+  // a crash mid-way is retried and skips the stores already cleared.
+  'privacy.delete': def({
+    payload: Type.Object({
+      deletionId: Type.String({ maxLength: 36 }),
+      tenantId: Type.String({ maxLength: 36 }),
+      appId: Type.String({ maxLength: 36 }),
+    }),
+    retryLimit: 20,
+    retryDelaySeconds: 5,
+    retryBackoff: true,
+    expireInSeconds: 3600,
+    policy: 'singleton',
+  }),
+  // Runs again the deletions whose job died (kill -9): at worker start all running ones, then every
+  // minute those whose heartbeat stopped. Steps are serialized and done once, so a second run is safe.
+  'privacy.resume': def({
+    payload: Type.Object({ all: Type.Optional(Type.Boolean()) }),
+    retryLimit: 2,
+    retryDelaySeconds: 30,
+    retryBackoff: false,
+    expireInSeconds: 3600,
+    policy: 'singleton',
+    cron: '* * * * *',
+  }),
   // Folds new events into the analytics rollups. Self-rescheduling every ROLLUP_INTERVAL_S;
   // the minute cron only revives the chain. Stately: at most one queued and one running.
   'analytics.rollup': def({

@@ -1853,6 +1853,8 @@ export interface paths {
                             rejected: number;
                             sampled: number;
                             consent_declined: number;
+                            /** @description Events of subjects suppressed by a privacy deletion: dropped, never stored (not an error) */
+                            suppressed: number;
                             errors?: {
                                 index: number;
                                 event_id?: string;
@@ -1973,6 +1975,8 @@ export interface paths {
                         "application/json": {
                             linked: boolean;
                             duplicate: boolean;
+                            /** @description The subject is suppressed: nothing was stored */
+                            suppressed: boolean;
                         };
                     };
                 };
@@ -8163,6 +8167,636 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/privacy/deletions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Deletion requests, newest first, with their receipts (admin+) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    offset?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                status: "pending" | "running" | "done" | "failed" | "cancelled";
+                                /** @description The subjects, as keyed hashes only */
+                                subjects: {
+                                    kind: string;
+                                    hash: string;
+                                }[];
+                                suppress: boolean;
+                                requested_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                completed_at: string | null;
+                                error: string | null;
+                                receipt: {
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    stores: {
+                                        [key: string]: {
+                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            deleted: number;
+                                            /** Format: date-time */
+                                            finished_at: string;
+                                            /** @description What a search for the subjects finds afterwards; 0 when verified, -1 before */
+                                            remaining: number;
+                                        };
+                                    };
+                                    verified: boolean;
+                                } | null;
+                            }[];
+                            meta: {
+                                total: number;
+                                limit: number;
+                                offset: number;
+                                hasMore: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Erase people from every store (admin+); their later data is suppressed unless suppress is false
+         * @description Answers 202 once the request, its suppressions and its job are committed. A user_id also erases every anon_id it was ever linked to, in both environments. Follow it with GET .../deletions/{id}.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        subjects: ({
+                            user_id: string;
+                        } | {
+                            /** Format: uuid */
+                            anon_id: string;
+                        })[];
+                        /** @default true */
+                        suppress?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                status: "pending" | "running" | "done" | "failed" | "cancelled";
+                                /** @description The subjects, as keyed hashes only */
+                                subjects: {
+                                    kind: string;
+                                    hash: string;
+                                }[];
+                                suppress: boolean;
+                                requested_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                completed_at: string | null;
+                                error: string | null;
+                                receipt: {
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    stores: {
+                                        [key: string]: {
+                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            deleted: number;
+                                            /** Format: date-time */
+                                            finished_at: string;
+                                            /** @description What a search for the subjects finds afterwards; 0 when verified, -1 before */
+                                            remaining: number;
+                                        };
+                                    };
+                                    verified: boolean;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/privacy/deletions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A deletion request and its receipt (admin+) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                status: "pending" | "running" | "done" | "failed" | "cancelled";
+                                /** @description The subjects, as keyed hashes only */
+                                subjects: {
+                                    kind: string;
+                                    hash: string;
+                                }[];
+                                suppress: boolean;
+                                requested_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                completed_at: string | null;
+                                error: string | null;
+                                receipt: {
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    stores: {
+                                        [key: string]: {
+                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            deleted: number;
+                                            /** Format: date-time */
+                                            finished_at: string;
+                                            /** @description What a search for the subjects finds afterwards; 0 when verified, -1 before */
+                                            remaining: number;
+                                        };
+                                    };
+                                    verified: boolean;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Cancel a pending deletion request (admin+); 409 once it runs */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                status: "pending" | "running" | "done" | "failed" | "cancelled";
+                                /** @description The subjects, as keyed hashes only */
+                                subjects: {
+                                    kind: string;
+                                    hash: string;
+                                }[];
+                                suppress: boolean;
+                                requested_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                completed_at: string | null;
+                                error: string | null;
+                                receipt: {
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    stores: {
+                                        [key: string]: {
+                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            deleted: number;
+                                            /** Format: date-time */
+                                            finished_at: string;
+                                            /** @description What a search for the subjects finds afterwards; 0 when verified, -1 before */
+                                            remaining: number;
+                                        };
+                                    };
+                                    verified: boolean;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/privacy/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Suppressed subjects (keyed hashes): their events and identify calls are dropped at ingestion (admin+) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    offset?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                hash: string;
+                                kind: string;
+                                deletion_id: string | null;
+                                created_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                            }[];
+                            meta: {
+                                total: number;
+                                limit: number;
+                                offset: number;
+                                hasMore: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/privacy/suppressions/{hash}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One suppression (admin+) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The subject's keyed hash (HMAC-SHA256, hex) */
+                    hash: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                hash: string;
+                                kind: string;
+                                deletion_id: string | null;
+                                created_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Lift a suppression: that subject's new data is accepted again (admin+) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The subject's keyed hash (HMAC-SHA256, hex) */
+                    hash: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/ad-network/connection/start": {
         parameters: {
             query?: never;
@@ -8807,6 +9441,24 @@ export interface paths {
                         "application/json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         /** Refused: the ad network has no webhooks */
@@ -8821,6 +9473,24 @@ export interface paths {
             responses: {
                 /** @description RFC 9457 problem details */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8849,6 +9519,24 @@ export interface paths {
                         "application/json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         /** Refused: the ad network has no webhooks */
@@ -8863,6 +9551,24 @@ export interface paths {
             responses: {
                 /** @description RFC 9457 problem details */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8886,6 +9592,24 @@ export interface paths {
             responses: {
                 /** @description RFC 9457 problem details */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };

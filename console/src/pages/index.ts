@@ -56,4 +56,5 @@ export const PAGES: PageDef[] = [
   page('/webhooks', 'Webhooks', () => import('./webhooks')),
   page('/exports', 'Exports', () => import('./exports')),
   page('/ad-network', 'Ad network', () => import('./ad-network')),
+  page('/privacy', 'Privacy', () => import('./privacy')),
 ];

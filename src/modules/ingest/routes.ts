@@ -14,6 +14,9 @@ const IngestAnswer = Type.Object({
   rejected: Type.Integer(),
   sampled: Type.Integer(),
   consent_declined: Type.Integer(),
+  suppressed: Type.Integer({
+    description: 'Events of subjects suppressed by a privacy deletion: dropped, never stored (not an error)',
+  }),
   errors: Type.Optional(
     Type.Array(
       Type.Object({
@@ -73,7 +76,14 @@ export const ingestRoutes =
             ts_ms: Type.Number({ minimum: 0, maximum: 1e14 }),
             traits: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.Unknown(), { maxProperties: 200 })),
           }),
-          response: { 202: Type.Object({ linked: Type.Boolean(), duplicate: Type.Boolean() }), ...errors(400, 401) },
+          response: {
+            202: Type.Object({
+              linked: Type.Boolean(),
+              duplicate: Type.Boolean(),
+              suppressed: Type.Boolean({ description: 'The subject is suppressed: nothing was stored' }),
+            }),
+            ...errors(400, 401),
+          },
         },
       },
       async (req, reply) => reply.status(202).send(await ingest.identify(keyOf(req), req.body)),

@@ -1,6 +1,7 @@
 import type { KeyContext } from '../../http/auth.js';
 import { invalid } from '../../http/errors.js';
 import { checkRate, type RateDecision, type RateLimiter } from '../../http/rate-limit.js';
+import type { SuppressionCheck } from '../privacy/suppression.js';
 import type { SettingsService } from '../settings/service.js';
 import { checkEvent, type Envelope, type EventError } from './envelope.js';
 import type { GroupCommit } from './group-commit.js';
@@ -14,6 +15,8 @@ export interface IngestResult {
   rejected: number;
   sampled: number;
   consent_declined: number;
+  /** Events of suppressed subjects (privacy deletions): dropped, never stored nor forwarded. */
+  suppressed: number;
   errors?: EventError[];
 }
 
@@ -32,11 +35,13 @@ export function createIngestService({
   writer,
   settings,
   limiter,
+  suppression,
 }: {
   store: IngestStore;
   writer: Pick<GroupCommit, 'write'>;
   settings: SettingsService;
   limiter: RateLimiter;
+  suppression: SuppressionCheck;
 }) {
   return {
     /**
@@ -53,7 +58,7 @@ export function createIngestService({
         else errors.push(r.error);
       });
 
-      const s = await settings.get(key);
+      const [s, suppressed] = await Promise.all([settings.get(key), suppression.forApp(key)]);
       // Counted in events; an over-limit batch is refused whole, before anything is stored.
       const rate =
         valid.length > 0
@@ -62,10 +67,15 @@ export function createIngestService({
 
       let sampled = 0;
       let consentDeclined = 0;
+      let dropped = 0;
       const seen = new Set<string>();
       const rows: EventRow[] = [];
       const locks: OptionLock[] = [];
       for (const { event: ev, json } of valid) {
+        if (suppressed?.(ev.user.anon_id, ev.user.user_id)) {
+          dropped++;
+          continue;
+        }
         const consent = ev.privacy.consent.analytics;
         if (!consent) consentDeclined++;
         else if (!keepBySampling(ev.user.anon_id, ev.event_name, s.sampling_rate)) {
@@ -96,6 +106,7 @@ export function createIngestService({
         rejected: errors.length,
         sampled,
         consent_declined: consentDeclined,
+        suppressed: dropped,
         ...(errors.length ? { errors } : {}),
       };
       return { result, rate };
@@ -108,6 +119,9 @@ export function createIngestService({
       if (body.traits && Buffer.byteLength(JSON.stringify(body.traits)) > MAX_TRAITS_BYTES) {
         throw invalid(`traits exceed ${MAX_TRAITS_BYTES} bytes`, '/body/traits');
       }
+      // A suppressed subject's identify is answered like any other (an SDK must not retry it) and dropped.
+      if ((await suppression.forApp(key))?.(body.anon_id, body.user_id))
+        return { linked: false, duplicate: false, suppressed: true };
       const now = Date.now();
       if (body.ts_ms > now + 24 * 3600 * 1000) throw invalid('ts_ms is more than 24 h in the future', '/body/ts_ms');
       const { newLink } = await store.identify(key, key.environment, {
@@ -116,7 +130,7 @@ export function createIngestService({
         ts_ms: body.ts_ms,
         traits: body.traits ?? null,
       });
-      return { linked: true, duplicate: !newLink };
+      return { linked: true, duplicate: !newLink, suppressed: false };
     },
   };
 }
