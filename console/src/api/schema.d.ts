@@ -7335,11 +7335,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };
@@ -7440,11 +7446,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };
@@ -7532,11 +7544,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };
@@ -7865,11 +7883,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };
