@@ -10,7 +10,7 @@ import { registerErrorHandling } from './http/errors.js';
 import { clientErrorHandler, frameworkErrors, registerJsonBodies } from './http/json-body.js';
 import { swaggerOptions } from './http/openapi.js';
 import { Problem } from './http/schemas.js';
-import { apiHeaders, PAGE_PREFIXES, pageHelmet, servesHttps } from './http/security-headers.js';
+import { apiHeaders, isPage, pageHelmet, servesHttps } from './http/security-headers.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CORS_EXPOSED = [
@@ -63,7 +63,7 @@ export async function buildApp({
   // Pages (console, docs) set their own security headers through helmet (security-headers.ts).
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
-    if (!PAGE_PREFIXES.some((p) => req.url.startsWith(p))) reply.headers(headers);
+    if (!isPage(req.url)) reply.headers(headers);
     done();
   });
 

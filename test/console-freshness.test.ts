@@ -141,7 +141,11 @@ test('security headers: a strict policy on the console and /docs, the cheap ones
   assert.deepEqual(csp(api.headers.get('content-security-policy')).get('default-src'), ["'none'"]);
   assert.equal(api.headers.get('x-frame-options'), 'DENY');
   const asset = /src="\/console\/(assets\/[^"]+\.js)"/.exec(index.text)![1];
-  for (const r of [index, docs, api, await rig.c.get(`/console/${asset}`), await rig.c.get('/livez')]) {
+  // Not a page though its path begins like one: the API's headers.
+  const lookalike = await rig.c.get('/consolex');
+  assert.equal(lookalike.headers.get('x-frame-options'), 'DENY');
+  const pages = [index, docs, await rig.c.get(`/console/${asset}`), await rig.c.get('/docs/json')];
+  for (const r of [...pages, api, lookalike, await rig.c.get('/livez')]) {
     assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
     // PUBLIC_URL is not https here: no HSTS (a browser would refuse plain http to the host for a year).

@@ -10,7 +10,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  */
 
 /** Paths served with their own helmet policy: the app's hook sets nothing of its own there. */
-export const PAGE_PREFIXES = ['/console', '/docs'];
+const PAGES = /^\/(?:console|docs)(?:[/?]|$)/;
+
+/** True for a page's URL (the console, the docs), which helmet covers; false for the API and the rest. */
+export const isPage = (url: string) => PAGES.test(url);
 
 const ONE_YEAR_S = 365 * 86_400;
 const NOSNIFF = 'nosniff';
@@ -38,7 +41,7 @@ export function apiHeaders(https: boolean): Record<string, string> {
 type Directive = string | ((req: IncomingMessage, res: ServerResponse) => string);
 
 /**
- * Helmet's options for a page: a strict CSP (nothing inline but the `extraScripts` hashes, no
+ * Helmet's options for a page: a strict CSP (nothing inline but what `scriptSrc` adds, e.g. a hash, no
  * plugins, no <base> elsewhere, never framed), nosniff, no referrer, and HSTS only over https.
  * helmet's own defaults are off (`useDefaults: false`): its upgrade-insecure-requests would break
  * a service reached over plain http (localhost, a private network).
