@@ -1,4 +1,5 @@
 import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -9,6 +10,7 @@ import { registerErrorHandling } from './http/errors.js';
 import { clientErrorHandler, frameworkErrors, registerJsonBodies } from './http/json-body.js';
 import { swaggerOptions } from './http/openapi.js';
 import { Problem } from './http/schemas.js';
+import { apiHeaders, isPage, pageHelmet, servesHttps } from './http/security-headers.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CORS_EXPOSED = [
@@ -26,13 +28,18 @@ export async function buildApp({
   plugins,
   version,
   corsOrigins = [],
+  publicUrl,
 }: {
   logger: Logger;
   plugins: FastifyPluginAsync[];
   version: string;
   /** Browser origins allowed to call the API (CORS_ORIGINS); none by default. */
   corsOrigins?: string[];
+  /** PUBLIC_URL: HSTS is sent only when it is https. */
+  publicUrl?: string;
 }): Promise<FastifyInstance> {
+  const https = servesHttps(publicUrl);
+  const headers = apiHeaders(https);
   const app = Fastify({
     // No Fastify logger: its per-request plumbing (a child logger per request, request logs) cost
     // up to 20% on the smallest routes (measured on the bundle version check). Failures are logged by
@@ -53,8 +60,10 @@ export async function buildApp({
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Callback style: an async hook would cost a promise per request on the hottest routes.
+  // Pages (console, docs) set their own security headers through helmet (security-headers.ts).
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    if (!isPage(req.url)) reply.headers(headers);
     done();
   });
 
@@ -72,7 +81,14 @@ export async function buildApp({
   }
 
   await app.register(swagger, swaggerOptions(version));
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // The API reference in a scope of its own, under helmet's page policy (swagger-ui's own staticCSP
+  // would allow framing by the same origin). Its page has no inline script; its bundle injects a
+  // <style> element when it starts: inline styles are allowed there (styles cannot run script; a
+  // hash would break with each swagger-ui release).
+  await app.register(async (docs) => {
+    await docs.register(helmet, pageHelmet({ https, styleSrc: ["'unsafe-inline'"] }));
+    await docs.register(swaggerUi, { routePrefix: '/docs' });
+  });
 
   for (const plugin of plugins) await app.register(plugin);
   return app as unknown as FastifyInstance;

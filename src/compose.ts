@@ -7,6 +7,7 @@ import type { Db } from './db/pool.js';
 import { createAuth } from './http/auth.js';
 import { createGlobalLimiter, createSlidingWindowLimiter } from './http/rate-limit.js';
 import { createLimitStore, createPgAdNetworkLimiter } from './http/rate-limit-store.js';
+import { servesHttps } from './http/security-headers.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
@@ -250,7 +251,12 @@ export async function compose({
     store: createFunnelStore(db),
     refreshS: config.funnelRefreshS,
   });
-  const analytics = createAnalyticsService({ read: analyticsRead, runner: rollups, funnels });
+  const analytics = createAnalyticsService({
+    read: analyticsRead,
+    runner: rollups,
+    funnels,
+    rollupIntervalS: config.rollupIntervalS,
+  });
   const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
   let refreshing: Promise<unknown> = Promise.resolve();
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
@@ -305,7 +311,7 @@ export async function compose({
     exportRoutes({ auth, exports, onClose: exportJobs.stop }),
     analyticsRoutes({ auth, analytics }),
     privacyRoutes({ auth, privacy }),
-    consoleRoutes(),
+    consoleRoutes({ https: servesHttps(config.publicUrl) }),
     ...adNetwork.plugins(auth),
   ] as FastifyPluginAsync[];
 

@@ -43,7 +43,13 @@ export async function startServer(
   let app: FastifyInstance | undefined;
   let url: string | undefined;
   if (config.runsApi) {
-    app = await buildApp({ logger, plugins, version: config.version, corsOrigins: config.corsOrigins });
+    app = await buildApp({
+      logger,
+      plugins,
+      version: config.version,
+      corsOrigins: config.corsOrigins,
+      publicUrl: config.publicUrl,
+    });
     url = await app.listen({ port: config.port, host: config.host });
     logger.info({ url, role: config.role }, 'service listening');
   } else if (config.opsPort !== undefined) {

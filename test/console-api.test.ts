@@ -70,7 +70,11 @@ test('analytics: the nine funnel definitions with overrides, and freshness meta 
   ]) {
     const r = await s.c.get(p, s.t.console);
     assert.equal(r.status, 200, r.text);
-    assert.deepEqual(Object.keys(r.body.meta).sort(), ['as_of', 'folded_at', 'rebuilding', 'timezone'], p);
+    assert.deepEqual(
+      Object.keys(r.body.meta).sort(),
+      ['as_of', 'folded_at', 'rebuilding', 'rollup_interval_s', 'timezone'],
+      p,
+    );
     assert.equal(r.body.meta.timezone, 'UTC');
   }
   // A fold records the timezone the app's rollups are built in; a change waits for the next fold's rebuild.

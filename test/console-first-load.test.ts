@@ -11,7 +11,7 @@ const rig = useConsole();
 
 /** A new tab of a signed-in user at `to`, with `pick` as the org/app chosen last time. */
 async function openSignedIn(token: string, pick: { orgId: string; appId: string }, to: string, hold?: HoldMe) {
-  const ctx = await rig.browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const ctx = await rig.newContext();
   await ctx.addInitScript(
     ([t, p]) => {
       sessionStorage.setItem('console.token', t);

@@ -4,13 +4,14 @@ import { createRoot } from 'react-dom/client';
 import { ApiError } from './api/client';
 import { App } from './app';
 import { takeEarlyCalls } from './first-load';
+import { STALE_MS } from './scope';
 import { SessionProvider } from './session';
 
 /** The app itself: React, the query cache (with the calls the entry started) and the screens. */
 const queries = new QueryClient({
   defaultOptions: {
     queries: {
-      staleTime: 30_000,
+      staleTime: STALE_MS,
       refetchOnWindowFocus: false,
       // A 4xx will answer the same again; retry only what may pass (5xx, network).
       retry: (n, err) => n < 1 && !(err instanceof ApiError && err.status < 500),

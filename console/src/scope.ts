@@ -27,6 +27,9 @@ export const savedPick = (): { orgId?: string; appId?: string } => JSON.parse(lo
 export const scopeKey = (s: Partial<Scope>, ...parts: unknown[]) => [s.orgId, s.appId, s.environment, ...parts];
 export const scopeHeaders = (s: Scope) => ({ 'x-tenant-id': s.orgId, 'x-app-id': s.appId });
 
+/** How long an answer counts as fresh when its query says nothing else (the app's QueryClient default). */
+export const STALE_MS = 30_000;
+
 /** A query as TanStack Query takes it (key and function), defined without importing it. */
 export interface QueryDef<T> {
   queryKey: unknown[];

@@ -91,6 +91,7 @@ export const EXAMPLES: Record<string, RouteExamples> = {
           folded_at: '2026-01-04T00:05:00.000Z',
           timezone: 'Europe/Paris',
           rebuilding: false,
+          rollup_interval_s: 60,
         },
       },
     },

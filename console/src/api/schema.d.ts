@@ -7439,7 +7439,8 @@ export interface paths {
                          *         "as_of": "2026-01-03",
                          *         "folded_at": "2026-01-04T00:05:00.000Z",
                          *         "timezone": "Europe/Paris",
-                         *         "rebuilding": false
+                         *         "rebuilding": false,
+                         *         "rollup_interval_s": 60
                          *       }
                          *     }
                          */
@@ -7465,11 +7466,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };
@@ -7570,11 +7577,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };
@@ -7662,11 +7675,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };
@@ -7995,11 +8014,17 @@ export interface paths {
                             meta: {
                                 /** @description Date (app timezone) the rollups are folded to; null before the first fold */
                                 as_of: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the rollups these numbers come from were computed (last fold); null before the first fold
+                                 */
                                 folded_at: string | null;
                                 /** @description The app's timezone */
                                 timezone: string;
                                 /** @description The timezone changed and the rollups wait for their rebuild in it (old numbers until then) */
                                 rebuilding: boolean;
+                                /** @description Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events */
+                                rollup_interval_s: number;
                             };
                         };
                     };

@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { AnalyticsHead } from '../components/page-head';
 import { Tile } from '../components/tile';
 import { useScope } from '../session';
 import { activityQuery } from './analytics-queries';
@@ -32,7 +33,7 @@ export function ActivityFeed() {
 export default function Activity() {
   return (
     <>
-      <h1>Activity</h1>
+      <AnalyticsHead title="Activity" />
       <ActivityFeed />
     </>
   );

@@ -1,6 +1,6 @@
 import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
-import { type Scope, type StartQuery, scopeHeaders, scopeKey } from '../scope';
+import { type Scope, STALE_MS, type StartQuery, scopeHeaders, scopeKey } from '../scope';
 
 /**
  * The analytics pages' queries, shared by the pages and by their prefetch: on a first load the
@@ -24,45 +24,85 @@ export const DEFAULT_SERIES: {
   segment: NonNullable<SeriesQuery['segment']>;
 } = { metrics: ['dau', 'new_users'], granularity: 'daily', segment: 'overall' };
 
+/**
+ * The rollup interval (ROLLUP_INTERVAL_S) as the service tells it in every analytics answer
+ * (meta.rollup_interval_s), in ms; unknown until the first answer. An answer older than it may
+ * miss a fold: opening a page refetches it, and an open page refetches at that pace.
+ */
+let rollupMs: number | undefined;
+
+function learn<T>(answer: Promise<T>): Promise<T> {
+  return answer.then((d) => {
+    const s = (d as { meta?: { rollup_interval_s?: unknown } }).meta?.rollup_interval_s;
+    if (typeof s === 'number' && s > 0) rollupMs = s * 1000;
+    return d;
+  });
+}
+
+/**
+ * Freshness of every analytics query: stale once older than the rollup interval (the app's default
+ * before an answer told it: an answer just prefetched is not asked again), refetched at that interval while the tab is visible (TanStack
+ * Query pauses the timer in a hidden tab: refetchIntervalInBackground stays false).
+ */
+export const fresh = {
+  staleTime: () => rollupMs ?? STALE_MS,
+  refetchInterval: () => rollupMs ?? false,
+  refetchIntervalInBackground: false,
+};
+
+/** The key prefix of every analytics query of a scope (what a Refresh control refetches). */
+export const analyticsKey = (s: Scope) => scopeKey(s, 'analytics');
+
 export const kpisQuery = (s: Scope, query: KpiQuery) => ({
-  queryKey: scopeKey(s, 'kpis', query),
-  queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis', { params: { query }, headers: scopeHeaders(s) })),
+  ...fresh,
+  queryKey: [...analyticsKey(s), 'kpis', query],
+  queryFn: () => learn(unwrap(api.GET('/api/v1/analytics/kpis', { params: { query }, headers: scopeHeaders(s) }))),
 });
 
 export const seriesQuery = (s: Scope, query: SeriesQuery) => ({
-  queryKey: scopeKey(s, 'timeseries', query),
-  queryFn: () => unwrap(api.GET('/api/v1/analytics/kpis/timeseries', { params: { query }, headers: scopeHeaders(s) })),
+  ...fresh,
+  queryKey: [...analyticsKey(s), 'timeseries', query],
+  queryFn: () =>
+    learn(unwrap(api.GET('/api/v1/analytics/kpis/timeseries', { params: { query }, headers: scopeHeaders(s) }))),
 });
 
 export const activityQuery = (s: Scope) => ({
-  queryKey: scopeKey(s, 'activity'),
+  ...fresh,
+  queryKey: [...analyticsKey(s), 'activity'],
   queryFn: () => unwrap(api.GET('/api/v1/analytics/activity', { headers: scopeHeaders(s) })),
 });
 
 export const funnelListQuery = (s: Scope) => ({
-  queryKey: scopeKey(s, 'funnel-defs'),
+  ...fresh,
+  queryKey: [...analyticsKey(s), 'funnel-defs'],
   queryFn: () => unwrap(api.GET('/api/v1/analytics/funnels', { headers: scopeHeaders(s) })),
 });
 
 export const funnelQuery = (s: Scope, funnelName: string) => ({
-  queryKey: scopeKey(s, 'funnel', funnelName),
+  ...fresh,
+  queryKey: [...analyticsKey(s), 'funnel', funnelName],
   queryFn: () =>
-    unwrap(
-      api.GET('/api/v1/analytics/funnel/{funnelName}', {
-        params: { path: { funnelName }, query: { environment: s.environment } },
-        headers: scopeHeaders(s),
-      }),
+    learn(
+      unwrap(
+        api.GET('/api/v1/analytics/funnel/{funnelName}', {
+          params: { path: { funnelName }, query: { environment: s.environment } },
+          headers: scopeHeaders(s),
+        }),
+      ),
     ),
 });
 
 export const retentionQuery = (s: Scope, segment: RetentionSegment) => ({
-  queryKey: scopeKey(s, 'retention', segment),
+  ...fresh,
+  queryKey: [...analyticsKey(s), 'retention', segment],
   queryFn: () =>
-    unwrap(
-      api.GET('/api/v1/analytics/retention', {
-        params: { query: { segment, environment: s.environment } },
-        headers: scopeHeaders(s),
-      }),
+    learn(
+      unwrap(
+        api.GET('/api/v1/analytics/retention', {
+          params: { query: { segment, environment: s.environment } },
+          headers: scopeHeaders(s),
+        }),
+      ),
     ),
 });
 

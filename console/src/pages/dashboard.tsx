@@ -1,10 +1,11 @@
 import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
 import type { paths } from '../api/schema';
+import { AnalyticsHead } from '../components/page-head';
 import { LineChart, type Line } from '../components/chart';
 import { Select } from '../components/select';
 import { Sparkline } from '../components/sparkline';
-import { Tile } from '../components/tile';
+import { ofMeta, Tile } from '../components/tile';
 import { addDays } from '../dates';
 import { formatChange, formatValue, GROUPS, METRIC_VIEW, viewOf } from '../metrics';
 import { useScope } from '../session';
@@ -57,7 +58,7 @@ export default function Dashboard() {
 
   return (
     <>
-      <h1>Dashboard</h1>
+      <AnalyticsHead title="Dashboard" />
       <div className="filters" role="group" aria-label="Filters">
         <label>
           Range
@@ -105,7 +106,7 @@ export default function Dashboard() {
       <Tile
         title="Key metrics"
         query={kpis}
-        asOf={(d) => d.meta.as_of}
+        asOf={(d) => ofMeta(d.meta)}
         actions={
           kpis.data && (
             <span className="muted">
@@ -211,7 +212,7 @@ function SeriesTile({ start, end, compare }: { start?: string; end?: string; com
     <Tile
       title="Trends"
       query={series}
-      asOf={(d) => d.meta.as_of}
+      asOf={(d) => ofMeta(d.meta)}
       actions={
         <div className="row">
           <label>

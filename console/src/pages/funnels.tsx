@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { AnalyticsHead } from '../components/page-head';
 import { Tile } from '../components/tile';
 import { useScope } from '../session';
 import { funnelListQuery, funnelQuery } from './analytics-queries';
@@ -10,7 +11,7 @@ export default function Funnels() {
   const defs = useQuery(funnelListQuery(useScope()));
   return (
     <>
-      <h1>Funnels</h1>
+      <AnalyticsHead title="Funnels" />
       <p className="muted">
         Users entering in the 30 days up to the date shown; each later step within 7 days of entry.
       </p>
@@ -33,7 +34,7 @@ function FunnelTile({ name, overridden }: { name: string; overridden: boolean })
     <Tile
       title={name}
       query={q}
-      asOf={(d) => `${d.meta.as_of ?? 'no fold yet'} (counted ${new Date(d.computed_at).toLocaleString()})`}
+      asOf={(d) => ({ date: d.meta.as_of, at: d.computed_at })}
       actions={overridden && <span className="muted">custom steps</span>}
     >
       {(d) => {

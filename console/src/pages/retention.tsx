@@ -1,7 +1,8 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
+import { AnalyticsHead } from '../components/page-head';
 import { Select } from '../components/select';
-import { Tile } from '../components/tile';
+import { ofMeta, Tile } from '../components/tile';
 import { useScope } from '../session';
 import { type RetentionSegment, retentionQuery } from './analytics-queries';
 
@@ -14,11 +15,11 @@ export default function Retention() {
   const q = useQuery(retentionQuery(useScope(), segment));
   return (
     <>
-      <h1>Retention</h1>
+      <AnalyticsHead title="Retention" />
       <Tile
         title="Retention cohorts"
         query={q}
-        asOf={(d) => d.meta.as_of}
+        asOf={(d) => ofMeta(d.meta)}
         actions={<Select label="Segment" value={segment} options={SEGMENTS} onChange={setSegment} />}
       >
         {(d) =>

@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
 import { Problem } from '../components/problem';
-import { Tile } from '../components/tile';
+import { ofMeta, Tile } from '../components/tile';
 import { atLeast } from '../roles';
 import { useScope, useScopeKey, useWorkspace } from '../session';
 import { funnelListQuery } from './analytics-queries';
@@ -118,7 +118,7 @@ function RollupTimezone() {
     refetchInterval: (query) => (query.state.data?.meta.rebuilding ? 5000 : false),
   });
   return (
-    <Tile title="Analytics timezone" query={q} asOf={(d) => d.meta.as_of}>
+    <Tile title="Analytics timezone" query={q} asOf={(d) => ofMeta(d.meta)}>
       {(d) =>
         d.meta.rebuilding ? (
           <p className="warning" role="status">
@@ -140,7 +140,7 @@ function FunnelOverrides() {
   const { role } = useWorkspace();
   const list = funnelListQuery(useScope());
   const key = list.queryKey;
-  const defs = useQuery(list);
+  const defs = useQuery({ ...list, refetchInterval: false }); // an editor: no refetch while typing
   return (
     <Tile title="Funnel steps" query={defs}>
       {(d) => (

@@ -21,10 +21,15 @@ const Meta = Type.Object({
   as_of: Type.Union([Type.String(), Type.Null()], {
     description: 'Date (app timezone) the rollups are folded to; null before the first fold',
   }),
-  folded_at: Type.Union([Type.String(), Type.Null()]),
+  folded_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When the rollups these numbers come from were computed (last fold); null before the first fold',
+  }),
   timezone: Type.String({ description: "The app's timezone" }),
   rebuilding: Type.Boolean({
     description: 'The timezone changed and the rollups wait for their rebuild in it (old numbers until then)',
+  }),
+  rollup_interval_s: Type.Integer({
+    description: 'Seconds between folds (ROLLUP_INTERVAL_S): an answer older than this may miss newer events',
   }),
 });
 const FunnelDef = Type.Object({ funnel_name: Type.String(), steps: FunnelSteps, overridden: Type.Boolean() });

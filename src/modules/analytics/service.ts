@@ -80,12 +80,16 @@ const dateIn = (d: Date, tz: string) =>
  * How fresh an answer is: the rollups' date (`as_of`, app timezone) and instant, and the timezone
  * they were built in (`rebuilding` while a timezone change waits for its rebuild).
  */
-function freshness(ctx: { timezone: string; folded_at: Date | null; rollup_timezone: string | null }) {
+function freshness(
+  ctx: { timezone: string; folded_at: Date | null; rollup_timezone: string | null },
+  rollupIntervalS: number,
+) {
   return {
     as_of: ctx.folded_at ? dateIn(ctx.folded_at, ctx.timezone) : null,
     folded_at: ctx.folded_at?.toISOString() ?? null,
     timezone: ctx.timezone,
     rebuilding: ctx.rollup_timezone !== null && ctx.rollup_timezone !== ctx.timezone,
+    rollup_interval_s: rollupIntervalS,
   };
 }
 
@@ -93,10 +97,13 @@ export function createAnalyticsService({
   read,
   runner,
   funnels,
+  rollupIntervalS,
 }: {
   read: AnalyticsReadModel;
   runner: RollupRunner;
   funnels: FunnelAnswers;
+  /** ROLLUP_INTERVAL_S: told to clients, which refetch answers older than it (console). */
+  rollupIntervalS: number;
 }) {
   async function context(scope: Scope) {
     const ctx = await read.context(scope);
@@ -152,7 +159,7 @@ export function createAnalyticsService({
         compared_to: cmp,
         compare: mode,
         platform: q.platform ?? null,
-        meta: freshness(ctx),
+        meta: freshness(ctx, rollupIntervalS),
       };
     },
 
@@ -227,7 +234,7 @@ export function createAnalyticsService({
         granularity: g,
         segment,
         compare: q.compare ?? null,
-        meta: freshness(ctx),
+        meta: freshness(ctx, rollupIntervalS),
       };
     },
 
@@ -240,7 +247,7 @@ export function createAnalyticsService({
         steps: funnelSteps(r.steps, r.users),
         date: r.date,
         computed_at: r.computed_at.toISOString(),
-        meta: freshness(ctx),
+        meta: freshness(ctx, rollupIntervalS),
       };
     },
 
@@ -279,7 +286,7 @@ export function createAnalyticsService({
           segment: segment === 'overall' ? 'overall' : String(r.seg),
         };
       });
-      return { cohorts, period: { start, end }, segment, meta: freshness(ctx) };
+      return { cohorts, period: { start, end }, segment, meta: freshness(ctx, rollupIntervalS) };
     },
 
     async activity(scope: Scope) {
