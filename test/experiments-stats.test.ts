@@ -102,7 +102,8 @@ describe('stats: distributions', () => {
   it('chi-square: closed form for 2 degrees of freedom, critical values for 1 and 3', () => {
     for (let x = 0.01; x < 60; x *= 1.7) close(chiSquareSf(x, 2) / Math.exp(-x / 2), 1, 1e-12, `sf(${x}, 2)`);
     // 1 degree of freedom: sf(x) = 2 (1 - Phi(sqrt x)), Phi by integration.
-    for (const x of [0.2, 1, 3.84, 9, 20]) close(chiSquareSf(x, 1), 2 * (1 - simpsonPhi(Math.sqrt(x))), 1e-9, `sf(${x}, 1)`);
+    for (const x of [0.2, 1, 3.84, 9, 20])
+      close(chiSquareSf(x, 1), 2 * (1 - simpsonPhi(Math.sqrt(x))), 1e-9, `sf(${x}, 1)`);
     close(chiSquareSf(3.841458820694124, 1), 0.05, 1e-12, 'df1 95%');
     close(chiSquareSf(10.827566170662733, 1), 0.001, 1e-12, 'df1 99.9%');
     close(chiSquareCdf(7.814727903251178, 3), 0.95, 1e-12, 'df3 95%');
@@ -148,7 +149,8 @@ describe('stats: per-variant summaries and comparisons', () => {
     // GrowthBook's asymptotic confidence sequence, written as rho^2 = r2 and the variance sigma^2 = se^2 N.
     const N = t.n + c.n;
     const r2 = (-2 * Math.log(0.05) + Math.log(-2 * Math.log(0.05) + 1)) / 5000;
-    const half = Math.sqrt(se * se * N) * Math.sqrt(((2 * (N * r2 + 1)) / (N * N * r2)) * Math.log(Math.sqrt(N * r2 + 1) / 0.05));
+    const half =
+      Math.sqrt(se * se * N) * Math.sqrt(((2 * (N * r2 + 1)) / (N * N * r2)) * Math.log(Math.sqrt(N * r2 + 1) / 0.05));
     close(cmp.sequential.ci_95![1], est + half, 1e-12, 'sequential ci high');
     assert.ok(half > 1.959964 * se, 'the always-valid interval is wider');
     close(sequentialHalfWidth(se, N, 5000), half, 1e-12, 'half width');
@@ -238,7 +240,10 @@ describe('A/A simulation: peeking every day for 30 days', () => {
           for (let i = 0; i < PER_DAY; i++) if (next() < P) a.s++;
           a.n += PER_DAY;
         }
-        const [c, t] = arms.map((a) => ({ n: a.n, ...summarize('proportion', { n: a.n, sum: a.s, sum_squares: a.s }) }));
+        const [c, t] = arms.map((a) => ({
+          n: a.n,
+          ...summarize('proportion', { n: a.n, sum: a.s, sum_squares: a.s }),
+        }));
         const cmp = compare(c, t, 5000);
         const excludes0 = (ci: [number, number] | null) => ci !== null && (ci[0] > 0 || ci[1] < 0);
         fixed ||= excludes0(cmp.absolute.ci_95);

@@ -15,7 +15,11 @@ async function joinAs(role: 'member' | 'viewer' | 'admin') {
   const { c, t } = suite;
   const email = `${role}-${randomUUID()}@example.com`;
   const s = await c.post('/api/v1/auth/signup', { email, password: 'long enough pw' });
-  const added = await c.post(`/api/v1/organizations/${t.orgId}/members`, { email, role }, { authorization: `Bearer ${t.token}` });
+  const added = await c.post(
+    `/api/v1/organizations/${t.orgId}/members`,
+    { email, role },
+    { authorization: `Bearer ${t.token}` },
+  );
   assert.equal(added.status, 201, added.text);
   return { authorization: `Bearer ${s.body.token}`, 'x-tenant-id': t.orgId, 'x-app-id': t.appId };
 }
@@ -149,7 +153,8 @@ describe('experiments: resource and validation', () => {
   it('roles: viewers read only; members edit drafts; only admins start, stop, ship', async () => {
     assert.equal((await create(draft(), viewer)).status, 403);
     const x = (await create(draft())).body.data;
-    for (const a of ['start', 'stop']) assert.equal((await suite.c.post(`/api/v1/experiments/${x.id}/${a}`, {}, member)).status, 403);
+    for (const a of ['start', 'stop'])
+      assert.equal((await suite.c.post(`/api/v1/experiments/${x.id}/${a}`, {}, member)).status, 403);
     assert.equal((await suite.c.post(`/api/v1/experiments/${x.id}/ship`, { variant: 'control' }, member)).status, 403);
     assert.equal((await suite.c.patch(`/api/v1/experiments/${x.id}`, { name: 'v' }, viewer)).status, 403);
     assert.equal((await suite.c.post(`/api/v1/experiments/${x.id}/start`, {}, admin)).status, 200);
@@ -166,7 +171,8 @@ describe('experiments: resource and validation', () => {
     assert.equal((await suite.c.get(`/api/v1/experiments/${x.id}`, h)).status, 404);
     assert.equal((await suite.c.patch(`/api/v1/experiments/${x.id}`, { name: 'x' }, h)).status, 404);
     assert.equal((await suite.c.del(`/api/v1/experiments/${x.id}`, h)).status, 404);
-    for (const a of ['start', 'stop']) assert.equal((await suite.c.post(`/api/v1/experiments/${x.id}/${a}`, {}, h)).status, 404);
+    for (const a of ['start', 'stop'])
+      assert.equal((await suite.c.post(`/api/v1/experiments/${x.id}/${a}`, {}, h)).status, 404);
     assert.equal((await suite.c.post(`/api/v1/experiments/${x.id}/ship`, { variant: 'control' }, h)).status, 404);
     assert.equal((await suite.c.get(`/api/v1/experiments/${x.id}/results`, h)).status, 404);
     assert.ok(!(await suite.c.get('/api/v1/experiments', h)).body.data.some((e: any) => e.id === x.id));

@@ -169,7 +169,7 @@ export function compare(control: Arm, treatment: Arm, tuning: number): Compariso
   let relCi: Interval = null;
   if (usable && relEstimate !== null && mT !== null && mC !== null) {
     const v = vT! / (mC * mC * nT) + (vC! * mT * mT) / (mC ** 4 * nC);
-    relCi = v > 0 ? around(relEstimate, Z_95 * Math.sqrt(v)) : null;
+    relCi = around(relEstimate, Z_95 * Math.sqrt(v));
   }
   return {
     absolute: {
