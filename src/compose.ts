@@ -254,7 +254,6 @@ export async function compose({
   const experimentFold = createExperimentFold({
     store: createExperimentFoldStore(db),
     horizon: rollupStore,
-    chunkSize: config.foldChunk,
   });
   const experiments = createExperimentService({
     store: experimentStore,

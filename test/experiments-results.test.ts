@@ -27,7 +27,8 @@ import { useTenantApp } from './helpers/suite.js';
  *   refunds M 1 (ss 1), D 2 + 1 + 1 + 1 = 5 (ss 4 + 1 + 1 + 1 = 7), sp 1.
  */
 
-const suite = useTenantApp();
+// The fold job runs every second too; explicit folds queue behind it.
+const suite = useTenantApp({ ROLLUP_INTERVAL_S: '1' });
 let root: Record<string, string>;
 const H = 3_600_000;
 const DAY = 24 * H;
@@ -379,5 +380,29 @@ describe('sample ratio mismatch blocks ship', () => {
     );
     assert.equal(shipped.status, 200, shipped.text);
     assert.equal(shipped.body.data.shipped_variant, 'treatment');
+  });
+});
+
+describe('the fold job', () => {
+  before(() => setup());
+  it('folds new exposures by itself every rollup interval', async () => {
+    const id = await createAndStart({ key: 'by_itself', name: 'Job', variants, primary_metric: 'revenue' });
+    const anon = randomUUID();
+    await ingest([
+      makeEvent({
+        event_name: 'experiment_exposure',
+        user: { anon_id: anon },
+        properties: { experiment_id: 'by_itself', variant: 'treatment' },
+      }),
+      makeEvent({ event_name: 'purchase_completed', user: { anon_id: anon }, properties: { price: 3 } }),
+    ]);
+    const until = Date.now() + 20_000;
+    let r = await results(id);
+    while (r.variants[1].devices === 0 && Date.now() < until) {
+      await new Promise((ok) => setTimeout(ok, 200));
+      r = await results(id);
+    }
+    assert.equal(r.variants[1].devices, 1);
+    assert.equal(r.metrics[0].variants[1].sum, 3);
   });
 });

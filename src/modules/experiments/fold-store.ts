@@ -127,6 +127,9 @@ export function createExperimentFoldStore(db: Db) {
         );
         // Another instance folded this range first.
         if (moved.rowCount === 0) return { exposures: 0, metricEvents: 0 };
+        // No started experiment anywhere (the usual case): nothing to read, the watermark just moves.
+        const live = await tx.query(`SELECT EXISTS (SELECT 1 FROM experiments WHERE status <> 'draft') AS live`);
+        if (!live.rows[0].live) return { exposures: 0, metricEvents: 0 };
         const logged = await tx.query(LOG_METRIC_EVENTS, [from, to]);
         const exposures = (await tx.query<ExposureRow>(EXPOSURES, [from, to])).rows;
         const devices = merge(exposures);

@@ -37,6 +37,12 @@ export function mergeExposures(rows: ExposureRow[]): DeviceExposure[] {
   return [...byDevice.values()];
 }
 
+/**
+ * Seqs one fold transaction takes on: its exposures are merged in this process, so a chunk stays
+ * far below the analytics fold's (whose rounds run in SQL and threads).
+ */
+export const EXPERIMENT_FOLD_CHUNK = 250_000;
+
 export interface FoldResult {
   folded: number;
   watermark: number;
@@ -50,15 +56,15 @@ export interface FoldResult {
 export function createExperimentFold({
   store,
   horizon,
-  chunkSize,
+  chunkSize = EXPERIMENT_FOLD_CHUNK,
   writerWaitMs = 5_000,
 }: {
   store: ExperimentFoldStore;
   horizon: SeqHorizon;
-  chunkSize: number;
+  chunkSize?: number;
   writerWaitMs?: number;
 }) {
-  let running: Promise<FoldResult> | null = null;
+  let last: Promise<unknown> = Promise.resolve();
 
   async function safeUpper(): Promise<number | null> {
     const deadline = Date.now() + writerWaitMs;
@@ -87,12 +93,14 @@ export function createExperimentFold({
   }
 
   return {
-    /** One fold; concurrent callers in this process share the run in flight. */
+    /**
+     * One fold that starts after the call (after any run in flight in this process), so it takes in
+     * every event committed before the call.
+     */
     run(): Promise<FoldResult> {
-      running ??= runOnce().finally(() => {
-        running = null;
-      });
-      return running;
+      const next = last.then(runOnce, runOnce);
+      last = next.catch(() => undefined);
+      return next;
     },
   };
 }
