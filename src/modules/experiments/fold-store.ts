@@ -29,7 +29,7 @@ export interface DeviceExposure {
 }
 
 // Metric events of apps with a started experiment: the fixed names plus their event:<name> metrics.
-const LOG_METRIC_EVENTS = `
+export const LOG_METRIC_EVENTS = `
 WITH wanted AS (
   SELECT DISTINCT app_id, name FROM (
     SELECT x.app_id, unnest(ARRAY['purchase_completed', 'purchase_refunded', 'onboarding_flow_completed']) AS name
@@ -54,17 +54,22 @@ SELECT tenant_id, app_id, environment, anon_id, ts, event_id, event_name,
 ON CONFLICT DO NOTHING
 RETURNING app_id, environment, anon_id`;
 
-const EXPOSURES = `
-SELECT x.id AS experiment_id, x.key, x.variants, e.tenant_id, e.app_id, e.environment, e.anon_id,
-       coalesce(e.user_id, e.anon_id::text) AS unit, e.ts, e.payload::jsonb #>> '{properties,variant}' AS variant
-  FROM events e
-  JOIN experiments x ON x.app_id = e.app_id AND x.status <> 'draft'
-   AND x.key = e.payload::jsonb #>> '{properties,experiment_id}'
- WHERE e.seq > $1 AND e.seq <= $2 AND e.consent AND e.event_name = 'experiment_exposure'
-   AND jsonb_typeof(e.payload::jsonb #> '{properties,variant}') = 'string'`;
+// The payload is parsed once per exposure (a materialized CTE: an inlined subquery would cast it per use).
+export const EXPOSURES = `
+WITH e AS MATERIALIZED (
+  SELECT tenant_id, app_id, environment, anon_id, coalesce(user_id, anon_id::text) AS unit, ts,
+         payload::jsonb -> 'properties' AS p
+    FROM events
+   WHERE seq > $1 AND seq <= $2 AND consent AND event_name = 'experiment_exposure'
+     AND app_id IN (SELECT app_id FROM experiments WHERE status <> 'draft')
+)
+SELECT x.id AS experiment_id, x.key, x.variants, e.tenant_id, e.app_id, e.environment, e.anon_id, e.unit, e.ts,
+       e.p ->> 'variant' AS variant
+  FROM e JOIN experiments x ON x.app_id = e.app_id AND x.status <> 'draft' AND x.key = e.p ->> 'experiment_id'
+ WHERE jsonb_typeof(e.p -> 'variant') = 'string'`;
 
 // First exposure moves earlier, a second variant marks the device, coverage needed only grows.
-const MERGE_DEVICES = `
+export const MERGE_DEVICES = `
 INSERT INTO exp_devices (experiment_id, tenant_id, app_id, environment, anon_id, t0, variant, multi, coverage_needed)
 SELECT experiment_id, tenant_id, app_id, environment, anon_id, t0, variant, multi, coverage_needed
   FROM json_to_recordset($1::json) AS d(experiment_id uuid, tenant_id uuid, app_id uuid, environment text,
@@ -79,7 +84,7 @@ ON CONFLICT (experiment_id, environment, anon_id) DO UPDATE SET
  * [t0, t0 + attribution window): a late exposure or a late conversion lands in its window.
  * Revenue is converted at the USD rate of the purchase's UTC day (decisions §4).
  */
-const RECOMPUTE = `
+export const RECOMPUTE = `
 WITH t AS (
   SELECT DISTINCT app_id, environment, anon_id
     FROM json_to_recordset($1::json) AS t(app_id uuid, environment text, anon_id uuid)
