@@ -169,7 +169,7 @@ test('every console page: no critical or serious axe violation', async () => {
 
 /** Data for every page's tables, through the API as the signed-in owner. */
 async function seed(page: Page) {
-  const token = await page.evaluate(() => sessionStorage.getItem('console.token'));
+  const token = (await page.evaluate(() => sessionStorage.getItem('console.token'))) ?? '';
   const pick = await page.evaluate(() => JSON.parse(localStorage.getItem('console.pick') ?? '{}'));
   const auth = { authorization: `Bearer ${token}` };
   const h = { ...auth, 'x-tenant-id': pick.orgId, 'x-app-id': pick.appId };
@@ -220,9 +220,19 @@ async function seed(page: Page) {
   await ok(c.post(`/api/v1/webhooks/${hook.data.id}/test`, {}, h));
 
   // The ad network connected, one account live, a campaign in it.
-  await connect(c, { console: h } as Tenant);
+  // The owner as the ad-network helpers take it (they read its headers and app).
+  const owner: Tenant = {
+    token,
+    userId: '',
+    orgId: pick.orgId,
+    appId: pick.appId,
+    console: h,
+    live: key,
+    sandbox: key,
+  };
+  await connect(c, owner);
   const accounts = (await ok(c.get('/api/v1/ad-network/accounts', h))).data;
-  await setLive(c, rootAuth, { appId: pick.appId } as Tenant, accounts[0].id);
+  await setLive(c, rootAuth, owner, accounts[0].id);
   await ok(
     c.post(`/api/v1/ad-network/accounts/${accounts[0].id}/campaigns`, { name: 'Spring', daily_budget_usd: 25 }, h),
   );

@@ -91,8 +91,9 @@ export default function ApiKeys() {
           onCancel={() => (setConfirming(null), revoke.reset())}
         >
           <p>
-            Calls with {confirming.name ? `"${confirming.name}" (${confirming.public_key})` : 'this key'} are refused
-            from now on. This cannot be undone; rotate it instead to replace it with an overlap.
+            Calls with the key {confirming.public_key}
+            {confirming.name ? ` ("${confirming.name}")` : ''} are refused from now on. This cannot be undone; rotate it
+            instead to replace it with an overlap.
           </p>
         </ConfirmDialog>
       )}

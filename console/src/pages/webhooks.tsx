@@ -90,7 +90,10 @@ export default function Webhooks() {
         <Problem error={create.error} />
       </form>
       <Problem error={patch.error ?? rotate.error} />
-      {editing && <EditEndpoint key={editing.id} endpoint={editing} onDone={() => (setEditing(null), refresh())} />}
+      {editing && (
+        // Keyed apart from the delivery log, a sibling keyed by the endpoint's id.
+        <EditEndpoint key={`edit:${editing.id}`} endpoint={editing} onDone={() => (setEditing(null), refresh())} />
+      )}
       {deleting && (
         <ConfirmDialog
           title={`Delete the endpoint ${deleting.url}?`}
@@ -124,7 +127,7 @@ export default function Webhooks() {
                   <td>
                     <code>{w.url}</code>
                   </td>
-                  <td>{w.events.join(', ')}</td>
+                  <td>{[...w.events].sort().join(', ')}</td>
                   <td>{w.enabled ? 'enabled' : 'disabled'}</td>
                   <td className="row">
                     <button type="button" className="secondary" onClick={() => setOpen(w.id)}>
