@@ -249,6 +249,7 @@ describe('console part 2', () => {
       assert.equal((await rig.c.get(`/api/v1/webhooks/${hooks[0].id}`, t.console)).status, 200);
       await edited.getByRole('button', { name: 'Delete' }).click();
       const dialog = await confirmation(page, `Delete the endpoint ${url}2?`, `${url}2`);
+      await screenshot(page, 'webhooks-delete');
       await dialog.getByRole('button', { name: 'Confirm' }).click();
       await edited.waitFor({ state: 'detached' });
       assert.equal((await rig.c.get(`/api/v1/webhooks/${hooks[0].id}`, t.console)).status, 404);
