@@ -5,6 +5,7 @@ import type { Page } from 'playwright-core';
 import { formatValue } from '../console/src/metrics.js';
 import { makeEvent } from './helpers/client.js';
 import { screenshot, useConsole } from './helpers/browser.js';
+import { cancel, confirmation } from './helpers/dialog.js';
 
 // The issue's journey from an empty service, through the browser: account, organization, app, key;
 // events through the API; the cards, range and compare, funnels, retention, a viewer, a failing tile.
@@ -218,8 +219,19 @@ test('the console journey from an empty service', async () => {
   await page.getByRole('button', { name: 'I have stored it' }).click();
   const oldRow = page.getByRole('row', { name: `Key ${publicKey}` });
   await oldRow.getByText(/active \(until/).waitFor();
+  // Escape and Cancel keep the key; Confirm revokes it.
+  for (const how of ['Escape', 'Cancel'] as const) {
+    await oldRow.getByRole('button', { name: 'Revoke' }).click();
+    await cancel(await confirmation(page, `Revoke the key ${publicKey}?`, 'ios app'), how);
+    assert.equal(
+      (await api(page, '/api/v1/sdk/api-keys')).data.find((k: any) => k.public_key === publicKey).status,
+      'active',
+    );
+  }
   await oldRow.getByRole('button', { name: 'Revoke' }).click();
-  await oldRow.getByRole('button', { name: 'Confirm revoke' }).click();
+  await (await confirmation(page, `Revoke the key ${publicKey}?`, 'ios app'))
+    .getByRole('button', { name: 'Confirm' })
+    .click();
   await oldRow.getByRole('cell', { name: 'revoked' }).waitFor();
 
   mark('Settings:');

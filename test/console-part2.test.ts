@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { startFakeAdNetwork, type FakeAdNetwork } from '../tools/fake-adnetwork/server.js';
 import { REDIRECT_URI, setLive, superAdmin } from './helpers/ad-network.js';
 import { screenshot, useConsole } from './helpers/browser.js';
+import { cancel, confirmation } from './helpers/dialog.js';
 import { createTenant, makeEvent, type Tenant } from './helpers/client.js';
 
 // Part 2 of the console through the browser: authoring and publishing each content kind, releases
@@ -205,6 +206,53 @@ describe('console part 2', () => {
       await page.getByRole('row', { name: 'Delivery webhook.test' }).getByRole('cell', { name: 'succeeded' }).waitFor();
       assert.equal(JSON.parse(got[0]).type, 'webhook.test');
       await screenshot(page, 'webhooks');
+
+      // Edit: the server's validation on the field it concerns, then a new URL and events saved.
+      const row = page.getByRole('row', { name: `Endpoint ${url}` });
+      await row.getByRole('button', { name: 'Edit' }).click();
+      const form = page.getByRole('form', { name: `Edit endpoint ${url}` });
+      const urlField = form.getByRole('textbox'); // its name grows with the error shown in its label
+      assert.equal(await urlField.evaluate((e) => e === document.activeElement), true, 'focus on the URL field');
+      await urlField.fill('not a url');
+      await form.getByRole('button', { name: 'Save' }).click();
+      await form
+        .locator('label', { hasText: 'URL' })
+        .getByRole('alert')
+        .filter({ hasText: /^url: / })
+        .waitFor();
+      assert.equal(await urlField.getAttribute('aria-invalid'), 'true');
+      await urlField.fill(`${url}2`);
+      await form.getByLabel('onboarding.started').uncheck();
+      await form.getByRole('button', { name: 'Save' }).click();
+      await form
+        .getByRole('group', { name: 'Events' })
+        .getByRole('alert')
+        .filter({ hasText: /^events/ })
+        .waitFor();
+      await form.getByLabel('user.identified').check();
+      await form.getByLabel('onboarding.completed').check();
+      await form.getByRole('button', { name: 'Save' }).click();
+      await form.waitFor({ state: 'detached' });
+      const edited = page.getByRole('row', { name: `Endpoint ${url}2` });
+      await edited.getByRole('cell', { name: 'onboarding.completed, user.identified' }).waitFor();
+      const hooks = (await rig.c.get('/api/v1/webhooks', t.console)).body.data;
+      assert.deepEqual(
+        hooks.map((w: { url: string; events: string[] }) => [w.url, [...w.events].sort()]),
+        [[`${url}2`, ['onboarding.completed', 'user.identified']]],
+      );
+
+      // Delete asks first, naming the endpoint: Escape and Cancel keep it, Confirm deletes it.
+      for (const how of ['Escape', 'Cancel'] as const) {
+        await edited.getByRole('button', { name: 'Delete' }).click();
+        await cancel(await confirmation(page, `Delete the endpoint ${url}2?`, `${url}2`), how);
+      }
+      assert.equal((await rig.c.get(`/api/v1/webhooks/${hooks[0].id}`, t.console)).status, 200);
+      await edited.getByRole('button', { name: 'Delete' }).click();
+      const dialog = await confirmation(page, `Delete the endpoint ${url}2?`, `${url}2`);
+      await screenshot(page, 'webhooks-delete');
+      await dialog.getByRole('button', { name: 'Confirm' }).click();
+      await edited.waitFor({ state: 'detached' });
+      assert.equal((await rig.c.get(`/api/v1/webhooks/${hooks[0].id}`, t.console)).status, 404);
     } finally {
       await new Promise((r) => receiver.close(r));
     }
@@ -311,5 +359,59 @@ describe('console part 2', () => {
         posts.some((p) => re.test(p)),
         `${re} reached the network`,
       );
+  });
+
+  test('content: unpublish and delete ask first, naming the item; Cancel keeps it', async () => {
+    const created = await rig.c.post(
+      '/api/v1/in-app-messages',
+      { name: 'Spring sale', content: { title: 'Sale' } },
+      t.console,
+    );
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.data.id as string;
+    assert.equal((await rig.c.post(`/api/v1/in-app-messages/${id}/publish`, {}, t.console)).status, 200);
+    const status = async () => (await rig.c.get(`/api/v1/in-app-messages/${id}`, t.console)).body.data?.status;
+    await nav('Content');
+    await page.getByLabel('Kind').selectOption('in-app-messages');
+    const row = page.getByRole('row', { name: 'Item Spring sale' });
+    await row.getByRole('button', { name: 'Edit' }).click();
+    const editor = page.getByRole('region', { name: 'Editor' });
+
+    await editor.getByRole('button', { name: 'Unpublish' }).click();
+    await cancel(await confirmation(page, 'Unpublish "Spring sale"?', 'goes back to draft'));
+    assert.equal(await status(), 'published');
+    await editor.getByRole('button', { name: 'Unpublish' }).click();
+    await (await confirmation(page, 'Unpublish "Spring sale"?', 'Spring sale'))
+      .getByRole('button', { name: 'Confirm' })
+      .click();
+    await editor
+      .getByLabel('State')
+      .filter({ hasText: /^draft \(bundle version \d+\)/ })
+      .waitFor();
+    assert.equal(await status(), 'draft');
+
+    await editor.getByRole('button', { name: 'Delete' }).click();
+    await cancel(await confirmation(page, 'Delete "Spring sale"?', 'deleted for good'), 'Escape');
+    await row.waitFor();
+    assert.equal(await status(), 'draft');
+    await editor.getByRole('button', { name: 'Delete' }).click();
+    await (await confirmation(page, 'Delete "Spring sale"?', 'Spring sale'))
+      .getByRole('button', { name: 'Confirm' })
+      .click();
+    await row.waitFor({ state: 'detached' });
+    assert.equal((await rig.c.get(`/api/v1/in-app-messages/${id}`, t.console)).status, 404);
+
+    // A feature flag's delete too.
+    await page.getByLabel('Kind').selectOption('feature-flags');
+    const flag = page.getByRole('row', { name: 'Flag new_checkout' });
+    await flag.getByRole('button', { name: 'Delete' }).click();
+    await cancel(await confirmation(page, 'Delete the flag new_checkout?', 'new_checkout'));
+    assert.equal((await rig.c.get('/api/v1/feature-flags/new_checkout', t.console)).status, 200);
+    await flag.getByRole('button', { name: 'Delete' }).click();
+    await (await confirmation(page, 'Delete the flag new_checkout?', 'new_checkout'))
+      .getByRole('button', { name: 'Confirm' })
+      .click();
+    await flag.waitFor({ state: 'detached' });
+    assert.equal((await rig.c.get('/api/v1/feature-flags/new_checkout', t.console)).status, 404);
   });
 });

@@ -6,16 +6,19 @@ import { ApiError } from '../api/client';
  * `/body/rules/0/op`), shown under the field they concern. The console does not re-check them.
  */
 export function FieldError({ error, fields }: { error: unknown; fields: string[] }) {
-  if (!(error instanceof ApiError)) return null;
-  const mine = error.errors.filter((e) =>
-    fields.some((f) => e.path === `/body/${f}` || e.path.startsWith(`/body/${f}/`)),
-  );
+  const mine = fieldErrors(error, fields);
   if (mine.length === 0) return null;
   return (
     <span role="alert" className="field-error">
       {mine.map((e) => `${e.path.replace(/^\/body\//, '')}: ${e.message}`).join('; ')}
     </span>
   );
+}
+
+/** The server's messages about these body fields (or their parts), if `error` is an ApiError. */
+export function fieldErrors(error: unknown, fields: string[]) {
+  if (!(error instanceof ApiError)) return [];
+  return error.errors.filter((e) => fields.some((f) => e.path === `/body/${f}` || e.path.startsWith(`/body/${f}/`)));
 }
 
 /**

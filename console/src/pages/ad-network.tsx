@@ -76,7 +76,9 @@ export default function AdNetwork() {
                     <th>Timezone</th>
                     <th>Status</th>
                     <th>Writes</th>
-                    <th />
+                    <th>
+                      <span className="visually-hidden">Actions</span>
+                    </th>
                   </tr>
                 </thead>
                 <tbody>
@@ -332,7 +334,9 @@ function Section({
               <th key={h}>{h}</th>
             ))}
             <th>Id</th>
-            <th />
+            <th>
+              <span className="visually-hidden">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -598,7 +602,9 @@ function Experiments({
                 <th>Experiment</th>
                 <th>Status</th>
                 <th>Variants</th>
-                <th />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>

@@ -2,12 +2,14 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
+import { ConfirmDialog } from '../components/confirm';
 import { Problem } from '../components/problem';
 import { Select } from '../components/select';
 import { Tile } from '../components/tile';
 import { atLeast } from '../roles';
 import { useScopeKey, useWorkspace } from '../session';
 
+type Key = paths['/api/v1/sdk/api-keys']['get']['responses'][200]['content']['application/json']['data'][number];
 type Created = paths['/api/v1/sdk/api-keys']['post']['responses'][201]['content']['application/json']['data'];
 
 /** Seconds the replaced key keeps working. */
@@ -40,13 +42,13 @@ export default function ApiKeys() {
   });
   const revoke = useMutation({
     mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/sdk/api-keys/{id}', { params: { path: { id } } })),
-    onSuccess: refresh,
+    onSuccess: () => (setConfirming(null), refresh()),
   });
   const [env, setEnv] = useState<'production' | 'sandbox'>('production');
   const [name, setName] = useState('');
   const [exportData, setExportData] = useState(false);
   const [overlap, setOverlap] = useState<Record<string, string>>({});
-  const [confirming, setConfirming] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState<Key | null>(null);
   const canManage = atLeast(role, 'admin');
   const onCreate = (e: FormEvent) => {
     e.preventDefault();
@@ -79,7 +81,22 @@ export default function ApiKeys() {
           </button>
         </form>
       )}
-      <Problem error={create.error ?? rotate.error ?? revoke.error} />
+      <Problem error={create.error ?? rotate.error} />
+      {confirming && (
+        <ConfirmDialog
+          title={`Revoke the key ${confirming.public_key}?`}
+          pending={revoke.isPending}
+          error={revoke.error}
+          onConfirm={() => revoke.mutate(confirming.id)}
+          onCancel={() => (setConfirming(null), revoke.reset())}
+        >
+          <p>
+            Calls with the key {confirming.public_key}
+            {confirming.name ? ` ("${confirming.name}")` : ''} are refused from now on. This cannot be undone; rotate it
+            instead to replace it with an overlap.
+          </p>
+        </ConfirmDialog>
+      )}
       <Tile title="Keys" query={keys}>
         {(d) => (
           <table>
@@ -91,7 +108,9 @@ export default function ApiKeys() {
                 <th>Status</th>
                 <th>Permissions</th>
                 <th>Created</th>
-                <th />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -124,24 +143,9 @@ export default function ApiKeys() {
                         >
                           Rotate
                         </button>
-                        {confirming === k.id ? (
-                          <>
-                            <button
-                              type="button"
-                              className="danger"
-                              onClick={() => revoke.mutate(k.id, { onSettled: () => setConfirming(null) })}
-                            >
-                              Confirm revoke
-                            </button>
-                            <button type="button" className="secondary" onClick={() => setConfirming(null)}>
-                              Cancel
-                            </button>
-                          </>
-                        ) : (
-                          <button type="button" className="danger" onClick={() => setConfirming(k.id)}>
-                            Revoke
-                          </button>
-                        )}
+                        <button type="button" className="danger" onClick={() => setConfirming(k)}>
+                          Revoke
+                        </button>
                       </span>
                     )}
                   </td>

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api/client';
+import { ConfirmDialog } from '../components/confirm';
 import { FieldError, JsonField } from '../components/field-error';
 import { Problem } from '../components/problem';
 import { Select } from '../components/select';
@@ -15,6 +16,7 @@ const ITEM_KINDS = {
   'in-app-messages': { label: 'In-app messages', free: { content: {}, trigger_rules: {}, audience: {} } },
 } as const;
 type ItemKind = keyof typeof ITEM_KINDS;
+const singular = (k: ItemKind) => ITEM_KINDS[k].label.toLowerCase().replace(/s$/, '');
 type Kind = ItemKind | 'remote-config' | 'feature-flags';
 const KINDS: [Kind, string][] = [
   ...Object.entries(ITEM_KINDS).map(([k, v]) => [k as Kind, v.label] as [Kind, string]),
@@ -70,7 +72,7 @@ function Items({ kind }: { kind: ItemKind }) {
     <>
       <div className="row">
         <button type="button" onClick={() => setEditing('new')}>
-          New {ITEM_KINDS[kind].label.toLowerCase().replace(/s$/, '')}
+          New {singular(kind)}
         </button>
       </div>
       {editing && (
@@ -90,7 +92,9 @@ function Items({ kind }: { kind: ItemKind }) {
                 <th>Name</th>
                 <th>State</th>
                 <th>Updated</th>
-                <th />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -164,6 +168,7 @@ function Editor({
 }) {
   const { role } = useWorkspace();
   const freeKeys = Object.keys(ITEM_KINDS[kind].free);
+  const noun = singular(kind);
   const [saved, setSaved] = useState<Item | null>(item);
   const [state, setState] = useState<string>(item ? item.status : 'new');
   const [name, setName] = useState(item?.name ?? '');
@@ -196,6 +201,7 @@ function Editor({
       onChanged();
     },
   });
+  const [confirming, setConfirming] = useState<'delete' | 'unpublish' | null>(null);
   const publish = useMutation({
     mutationFn: (action: 'publish' | 'unpublish') =>
       unwrap(
@@ -204,6 +210,7 @@ function Editor({
         }),
       ),
     onSuccess: (r) => {
+      setConfirming(null);
       setSaved(r.data as Item);
       setState(
         (r.data as Item).status === 'published'
@@ -275,14 +282,14 @@ function Editor({
               Publish
             </button>
             {saved.status === 'published' && (
-              <button type="button" className="secondary" onClick={() => publish.mutate('unpublish')}>
+              <button type="button" className="secondary" onClick={() => setConfirming('unpublish')}>
                 Unpublish
               </button>
             )}
           </>
         )}
         {saved && (
-          <button type="button" className="danger" onClick={() => remove.mutate()}>
+          <button type="button" className="danger" onClick={() => setConfirming('delete')}>
             Delete
           </button>
         )}
@@ -290,7 +297,23 @@ function Editor({
           Close
         </button>
       </div>
-      <Problem error={save.error ?? publish.error ?? remove.error} />
+      <Problem error={save.error ?? (confirming ? null : (publish.error ?? remove.error))} />
+      {saved && confirming && (
+        <ConfirmDialog
+          title={`${confirming === 'delete' ? 'Delete' : 'Unpublish'} "${saved.name}"?`}
+          pending={remove.isPending || publish.isPending}
+          error={confirming === 'delete' ? remove.error : publish.error}
+          onConfirm={() => (confirming === 'delete' ? remove.mutate() : publish.mutate('unpublish'))}
+          onCancel={() => (setConfirming(null), remove.reset(), publish.reset())}
+        >
+          <p>
+            {confirming === 'delete'
+              ? `The ${noun} "${saved.name}" is deleted for good`
+              : `The ${noun} "${saved.name}" goes back to draft`}
+            {saved.status === 'published' ? '; a new bundle version without it is made for devices.' : '.'}
+          </p>
+        </ConfirmDialog>
+      )}
     </section>
   );
 }
@@ -394,9 +417,10 @@ function Flags() {
       setVersion(r.bundle_version ?? r.data.bundle_version ?? null), qc.invalidateQueries({ queryKey: key })
     ),
   });
+  const [confirming, setConfirming] = useState<string | null>(null);
   const remove = useMutation({
     mutationFn: (k: string) => unwrap(api.DELETE('/api/v1/feature-flags/{key}', { params: { path: { key: k } } })),
-    onSuccess: () => qc.invalidateQueries({ queryKey: key }),
+    onSuccess: () => (setConfirming(null), qc.invalidateQueries({ queryKey: key })),
   });
   const edit = (f: {
     key: string;
@@ -452,8 +476,19 @@ function Flags() {
             </span>
           )}
         </div>
-        <Problem error={put.error ?? remove.error} />
+        <Problem error={put.error} />
       </section>
+      {confirming && (
+        <ConfirmDialog
+          title={`Delete the flag ${confirming}?`}
+          pending={remove.isPending}
+          error={remove.error}
+          onConfirm={() => remove.mutate(confirming)}
+          onCancel={() => (setConfirming(null), remove.reset())}
+        >
+          <p>The flag {confirming} is deleted and a new bundle version without it is made for devices.</p>
+        </ConfirmDialog>
+      )}
       <Tile title="Feature flags" query={flags}>
         {(d) => (
           <table>
@@ -463,7 +498,9 @@ function Flags() {
                 <th>Enabled</th>
                 <th>Rollout</th>
                 <th>Rules</th>
-                <th />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -481,7 +518,7 @@ function Flags() {
                     <button type="button" className="secondary" onClick={() => edit(f)}>
                       Edit
                     </button>
-                    <button type="button" className="danger" onClick={() => remove.mutate(f.key)}>
+                    <button type="button" className="danger" onClick={() => setConfirming(f.key)}>
                       Delete
                     </button>
                   </td>

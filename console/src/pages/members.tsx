@@ -61,7 +61,9 @@ export default function Members() {
                 <th>Email</th>
                 <th>Name</th>
                 <th>Role</th>
-                <th />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>

@@ -57,7 +57,9 @@ export default function OptionSets() {
                 <th>Items</th>
                 <th>Archived</th>
                 <th>Last sync</th>
-                <th />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>

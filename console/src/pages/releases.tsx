@@ -75,7 +75,9 @@ export default function Releases() {
                 <th>By</th>
                 <th>Why</th>
                 <th>Size</th>
-                <th />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
