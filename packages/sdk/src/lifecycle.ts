@@ -31,7 +31,7 @@ export class Lifecycle {
   /** Launch: ends a session a killed process left open, then app_open and a new session. */
   launch(now: number, firstOpen: boolean): void {
     if (!this.d.on) return;
-    this.end(now);
+    this.end(now, true);
     this.d.setSession({ id: uuid(), start: now, last: now, open: true });
     this.d.emit('app_open', { first_open: firstOpen }, now);
     this.d.emit('session_start', {}, now);
@@ -78,11 +78,11 @@ export class Lifecycle {
     this.d.emit('session_start', {}, now);
   }
 
-  /** Ends the open session at `now`, or 1 ms after its last event when it timed out before. */
-  private end(now: number): void {
+  /** Ends the open session at `now`, or 1 ms after its last event when it timed out (or its process died) before. */
+  private end(now: number, died = false): void {
     const s = this.d.session();
     if (!s.open || !this.d.on) return;
-    const at = now - s.last > this.d.timeoutMs ? s.last + 1 : now;
+    const at = died || now - s.last > this.d.timeoutMs ? s.last + 1 : now;
     this.d.emit('session_end', { duration_ms: at - (s.start ?? s.last) }, at);
     s.open = false;
   }
