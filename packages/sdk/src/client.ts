@@ -3,6 +3,7 @@ import { ConfigStore, type Bundle } from './config.js';
 import * as K from './constants.js';
 import { Delivery, type Identify } from './delivery.js';
 import { evaluateExperiment, type ExperimentResult } from './experiments.js';
+import { FlowRun, type FlowProgress } from './flows.js';
 import { request, type FetchLike, type HttpAnswer } from './http.js';
 import { Lifecycle, type Session } from './lifecycle.js';
 import { bucketOf } from './murmur.js';
@@ -75,6 +76,8 @@ interface State {
   identifies: Identify[];
   /** False until the first start() of this install (app_open's first_open); kept across reset(). */
   launched?: boolean;
+  /** Onboarding flow progress by flow id (a restart resumes). */
+  flows?: Record<string, FlowProgress>;
 }
 type Props = Record<string, unknown>;
 type TrackOptions = { screen?: string; exposures?: { exp: string; variant: string }[] };
@@ -417,6 +420,20 @@ export class Client {
         return this.saveState();
       })
       .catch((e) => this.report('storage_failed', `exposure: ${e}`));
+  }
+
+  /** The headless runtime of a published onboarding flow; null when the bundle has none by this id (or storage is not read yet). */
+  flow(flowId: string): FlowRun | null {
+    const def = this.config.bundle?.content.onboarding_flows?.[flowId];
+    if (!def || !Array.isArray(def.steps) || !this.state) return null;
+    return new FlowRun(flowId, def, {
+      track: (name, props) => this.track(name, props),
+      progress: (id) => this.state.flows?.[id],
+      save: (id, p) => {
+        (this.state.flows ??= {})[id] = p;
+        return this.saveState();
+      },
+    });
   }
 
   async optionSet(setId: string, opts: { cursor?: string; q?: string } = {}): Promise<unknown> {

@@ -13,6 +13,7 @@ export interface Bundle {
     remote_config?: Record<string, unknown>;
     feature_flags?: Record<string, FlagDefinition>;
     experiments?: Record<string, import('./experiments.js').ExperimentDefinition>;
+    onboarding_flows?: Record<string, import('./flows.js').FlowDefinition>;
     [key: string]: unknown;
   };
 }
