@@ -97,6 +97,8 @@ describe('sdk lifecycle', () => {
     await c.shutdown();
     assert.deepEqual(names(rec).slice(5), ['session_end', 'app_close'], 'termination, then the last flush');
     assert.equal(rec.sent[5].context.session_id, rec.sent[4].context.session_id);
+    await c.shutdown();
+    assert.equal(rec.sent.length, 7, 'a second shutdown tracks nothing');
   });
 
   it('each event carries the session current when it was tracked, not when it is sent', async () => {

@@ -471,7 +471,7 @@ export class Client {
 
   /** Termination: session_end (if a session is open) and app_close, one last flush, then the timers stop. */
   async shutdown(): Promise<void> {
-    if (this.state) this.life.terminate(Date.now());
+    if (this.state && !this.sync.closed) this.life.terminate(Date.now());
     if (!this.sync.locked) await this.flush();
     this.sync.close();
     this.delivery.wakeAll();
