@@ -2,6 +2,7 @@ import { purchaseEvent, pushEvent, type Purchase, type PurchaseKind } from './au
 import { ConfigStore, type Bundle } from './config.js';
 import * as K from './constants.js';
 import { Delivery, type Identify } from './delivery.js';
+import { deviceFields, targeting, type DeviceInfo } from './envelope.js';
 import { evaluateExperiment, type ExperimentResult } from './experiments.js';
 import { FlowRun, type FlowProgress } from './flows.js';
 import { request, type FetchLike, type HttpAnswer } from './http.js';
@@ -13,15 +14,7 @@ import type { Storage } from './storage.js';
 import { ConfigSync } from './sync.js';
 import { uuid } from './uuid.js';
 
-export interface DeviceInfo {
-  platform: 'ios' | 'android';
-  os: string;
-  appVersion: string;
-  locale: string;
-  country: string;
-  framework?: 'native' | 'flutter' | 'react_native';
-  frameworkVersion?: string;
-}
+export type { DeviceInfo };
 
 export interface SdkError {
   /** queue_overflow | events_rejected | event_dropped | identify_rejected | delivery_failed | config_failed | storage_failed | bundle_requires_newer_sdk */
@@ -95,6 +88,7 @@ export class Client {
   private sync: ConfigSync;
   private delivery: Delivery;
   private life: Lifecycle;
+  private device: Record<string, string>;
   private seq = 0;
   private touchedSaved = 0;
   /** Dropped events already carried by an event whose write is under way. */
@@ -110,6 +104,7 @@ export class Client {
     const t = o.timing ?? {};
     this.fetchFn = o.fetch ?? ((u, i) => fetch(u, i));
     this.prefix = o.storagePrefix ?? 'msb.';
+    this.device = deviceFields(o.device);
     const get = (path: string, headers: Record<string, string> = {}) =>
       this.call('GET', path, undefined, K.CONFIG_TIMEOUT_MS, headers);
     this.config = new ConfigStore(o.storage, `${this.prefix}config`, get, o.bundledConfig, (b) =>
@@ -252,7 +247,6 @@ export class Client {
       st.seqCeil = seq + SEQ_BLOCK;
       saveState = true;
     }
-    const d = this.o.device;
     const carried = this.queue.dropped - this.claimedDrops;
     this.claimedDrops += carried;
     const event = {
@@ -261,16 +255,7 @@ export class Client {
       event_name: name,
       ts_ms: ts,
       user: { anon_id: st.anonId, ...(st.userId ? { user_id: st.userId } : {}) },
-      device: {
-        platform: d.platform,
-        os: d.os,
-        app_version: d.appVersion,
-        sdk_version: K.SDK_VERSION,
-        framework: d.framework ?? 'native',
-        ...(d.frameworkVersion ? { framework_version: d.frameworkVersion } : {}),
-        locale: d.locale,
-        country: d.country,
-      },
+      device: this.device,
       context: {
         session_id: st.session.id,
         client_seq: seq,
@@ -484,29 +469,8 @@ export class Client {
     return this.state?.userId ?? this.state?.anonId ?? '';
   }
 
-  /** Targeting attributes (flags and experiments alike): `traits.x`, `device.x`, or a bare name (traits first). */
   private lookup(): (a: string) => unknown {
-    const { traits, userId, anonId } = this.state;
-    const d = this.o.device;
-    const device: Props = {
-      platform: d.platform,
-      os: d.os,
-      app_version: d.appVersion,
-      locale: d.locale,
-      country: d.country,
-      framework: d.framework ?? 'native',
-      sdk_version: K.SDK_VERSION,
-      user_id: userId,
-      anon_id: anonId,
-    };
-    return (a) =>
-      a.startsWith('traits.')
-        ? traits[a.slice(7)]
-        : a.startsWith('device.')
-          ? device[a.slice(7)]
-          : a in traits
-            ? traits[a]
-            : device[a];
+    return targeting(this.device, this.state);
   }
 
   private call(
