@@ -19,11 +19,24 @@ interface Sent {
 /** An ingest endpoint that records what it receives; `offline` makes every request fail. */
 function recorder() {
   const sent: Sent[] = [];
-  const rec = { sent, offline: false, fetchFn: (async () => undefined) as unknown as FetchLike };
+  const rec = {
+    sent,
+    offline: false,
+    /** Ingest requests as they start (event names), before any answer. */
+    started: [] as string[][],
+    /** While set, ingest answers wait for it. */
+    hold: null as Promise<void> | null,
+    fetchFn: (async () => undefined) as unknown as FetchLike,
+  };
   rec.fetchFn = async (url, init) => {
     if (rec.offline) throw new Error('offline');
     const ingest = new URL(url).pathname === '/api/v1/ingest/events';
-    if (ingest) sent.push(...JSON.parse(init.body!).batch);
+    if (ingest) {
+      const batch = JSON.parse(init.body!).batch;
+      rec.started.push(batch.map((e: Sent) => e.event_name));
+      await rec.hold;
+      sent.push(...batch);
+    }
     const status = ingest ? 202 : 404;
     return { status, headers: new Headers(), text: async () => JSON.stringify({ code: 'x' }) };
   };
@@ -99,6 +112,28 @@ describe('sdk lifecycle', () => {
     assert.equal(rec.sent[5].context.session_id, rec.sent[4].context.session_id);
     await c.shutdown();
     assert.equal(rec.sent.length, 7, 'a second shutdown tracks nothing');
+  });
+
+  it('going to the background uploads at once, also while a flush is in flight, never sending an event twice', async () => {
+    const rec = recorder();
+    let release!: () => void;
+    rec.hold = new Promise((r) => (release = r));
+    const c = sdk(rec);
+    await c.start(); // its flush (app_open, session_start) now waits for an answer
+    await c.track('last_tap');
+    const hidden = c.setForeground(false);
+    const end = Date.now() + 5000;
+    while (rec.started.length < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(rec.started.length, 2, 'a second request started while the first waits for its answer');
+    assert.deepEqual(rec.started.flat().sort(), ['app_open', 'last_tap', 'session_end', 'session_start']);
+    assert.ok(rec.started[1].includes('session_end'));
+    release();
+    await hidden;
+    await c.flush();
+    assert.equal(c.queuedCount(), 0);
+    assert.equal(new Set(rec.sent.map((e) => e.event_id)).size, rec.sent.length, 'each event sent once');
+    assert.equal(rec.sent.length, 4);
+    await c.shutdown();
   });
 
   it('each event carries the session current when it was tracked, not when it is sent', async () => {

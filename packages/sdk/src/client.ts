@@ -219,7 +219,8 @@ export class Client {
     if (active) return this.foreground();
     this.sync.foreground = false;
     this.sync.syncStream();
-    await this.flush();
+    // Urgent: the upload starts now even while a cycle runs (a closing page has one task left).
+    await this.delivery.flush(true);
   }
 
   /** Checks the version endpoint now; downloads when `bundle_version` grew. True when the bundle changed. */

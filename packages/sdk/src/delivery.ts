@@ -1,6 +1,6 @@
 import * as K from './constants.js';
 import { NetworkError, retryAfterMs, type HttpAnswer } from './http.js';
-import { byteLength, type EventQueue } from './queue.js';
+import { byteLength, type EventQueue, type Queued } from './queue.js';
 
 export interface Identify {
   anon_id: string;
@@ -44,6 +44,8 @@ export class Delivery {
   private running: Promise<void> | null = null;
   private next: Promise<void> | null = null;
   private wake: (() => void)[] = [];
+  /** Events in a request right now: no other request carries them meanwhile. */
+  private claimed = new Set<string>();
 
   constructor(private d: DeliveryDeps) {}
 
@@ -59,9 +61,12 @@ export class Delivery {
   /**
    * Resolves once the events queued at the call are acknowledged or this cycle's retries are spent.
    * A call during a cycle waits for it and then runs one more (calls made meanwhile share it).
+   * `urgent` (the app is leaving): a cycle of events only starts at once beside a running one, so its
+   * request leaves before the process or page may be gone; the running cycle skips the events it carries.
    */
-  flush(): Promise<void> {
+  flush(urgent = false): Promise<void> {
     if (!this.running) return this.startCycle();
+    if (urgent) return this.cycle(true).catch((e) => this.d.report('delivery_failed', String(e)));
     this.next ??= this.running.then(() => {
       this.next = null;
       return this.startCycle();
@@ -82,7 +87,7 @@ export class Delivery {
     return this.running;
   }
 
-  private async cycle(): Promise<void> {
+  private async cycle(eventsOnly = false): Promise<void> {
     await this.d.loaded;
     // Events whose write is under way count as queued at the call (a page closing right after track()).
     await this.d.settled();
@@ -91,7 +96,7 @@ export class Delivery {
     let retries = 0;
     let limit = this.d.batchSize();
     while (!this.d.blocked()) {
-      const step = await this.step(limit, mark);
+      const step = await this.step(limit, mark, eventsOnly);
       this.failing = step === 'stop';
       if (step === 'done' || step === 'stop') return;
       if (step === 'progress') {
@@ -112,12 +117,13 @@ export class Delivery {
     }
   }
 
-  /** The next batch: up to `limit` events queued before the mark, under the byte limit (at least one). */
+  /** The next batch: up to `limit` unclaimed events queued before the mark, under the byte limit (at least one). */
   private batch(limit: number, mark: number) {
     const all = this.d
       .queue()
-      .peek(limit)
-      .filter((q) => q.seq <= mark);
+      .peek(limit + this.claimed.size)
+      .filter((q) => q.seq <= mark && !this.claimed.has(q.id))
+      .slice(0, limit);
     const max = this.d.maxBatchBytes;
     if (!max) return all;
     let bytes = 12;
@@ -126,11 +132,22 @@ export class Delivery {
   }
 
   /** One request: the oldest pending identify, else the next batch (up to `limit` events). */
-  private async step(limit: number, mark: number): Promise<Step> {
+  private async step(limit: number, mark: number, eventsOnly: boolean): Promise<Step> {
     const d = this.d;
-    const ident = d.identifies()[0];
+    const ident = eventsOnly ? undefined : d.identifies()[0];
     const batch = ident ? [] : this.batch(limit, mark);
     if (!ident && !batch.length) return 'done';
+    // Claimed until acknowledged and removed (or kept), so a concurrent urgent cycle never resends them.
+    for (const q of batch) this.claimed.add(q.id);
+    try {
+      return await this.send(ident, batch);
+    } finally {
+      for (const q of batch) this.claimed.delete(q.id);
+    }
+  }
+
+  private async send(ident: Identify | undefined, batch: Queued[]): Promise<Step> {
+    const d = this.d;
     let r: HttpAnswer;
     try {
       r = ident
