@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { createClient, memoryStorage, type Storage } from '../packages/sdk/src/index.js';
+import { useTenantApp } from './helpers/suite.js';
+
+// The headless onboarding-flow runtime (issue 34 §4) with a flow published through the API:
+// the SDK downloads it in the bundle, and the events it tracks are read back through the export API.
+const suite = useTenantApp();
+const device = { platform: 'android', os: '14', appVersion: '3.1.0', locale: 'en_US', country: 'US' } as const;
+let flowId: string;
+
+interface Stored {
+  event_name: string;
+  context: { client_seq: number };
+  properties: Record<string, unknown>;
+}
+
+describe('sdk onboarding flow runtime', () => {
+  before(async () => {
+    const steps = [{ id: 'welcome' }, { id: 'goal', option_set_id: 'goals' }, { title: 'no id' }];
+    const r = await suite.c.post('/api/v1/onboarding-flows', { name: 'First run', steps }, suite.t.console);
+    assert.equal(r.status, 201, r.text);
+    flowId = r.body.data.id;
+    assert.equal((await suite.c.post(`/api/v1/onboarding-flows/${flowId}/publish`, {}, suite.t.console)).status, 200);
+  });
+
+  const sdk = (storage: Storage) =>
+    createClient({
+      apiKey: suite.t.live.public_key,
+      baseUrl: suite.server.url,
+      storage,
+      device,
+      stream: false,
+      lifecycle: false,
+    });
+  async function stored(anon: string): Promise<Stored[]> {
+    const q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
+    const r = await suite.c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': suite.t.live.public_key });
+    assert.equal(r.status, 200, r.text);
+    return (r.body.data as (Stored & { user: { anon_id: string } })[])
+      .filter((e) => e.user.anon_id === anon)
+      .sort((a, b) => a.context.client_seq - b.context.client_seq);
+  }
+  const step = (step_id: string, step_index: number) => ({ flow_id: flowId, step_id, step_index, total_steps: 3 });
+
+  it('start, view, complete, back, a restart in the middle (resumes), completion after the last step', async () => {
+    const storage = memoryStorage();
+    const c = sdk(storage);
+    await c.start();
+    assert.equal(c.flow('no-such-flow'), null);
+    const flow = c.flow(flowId)!;
+    assert.equal(flow.status, 'not_started');
+    await assert.rejects(flow.view(0), /not started/, 'view before start');
+    assert.equal(await flow.start(), 0);
+    await flow.view(0);
+    await flow.view(0); // a re-render: not tracked twice
+    await flow.complete(0);
+    await flow.view(1);
+    assert.equal(await flow.back(), 0);
+    await flow.view(1);
+    await flow.complete(1, 'lose_weight');
+    await assert.rejects(flow.view(7), RangeError);
+    await c.shutdown();
+
+    // A restart: the flow resumes where the user left off, without a second flow_started.
+    const again = sdk(storage);
+    await again.start();
+    const resumed = again.flow(flowId)!;
+    assert.equal(resumed.status, 'in_progress');
+    assert.equal(await resumed.start(), 2);
+    assert.deepEqual(resumed.progress?.answers, { goal: 'lose_weight' });
+    await resumed.view(2);
+    await resumed.complete(2);
+    assert.equal(resumed.status, 'completed');
+    await again.flush();
+
+    const events = await stored(c.getAnonId()!);
+    assert.deepEqual(
+      events.map((e) => [e.event_name, e.properties]),
+      [
+        ['onboarding_flow_started', { flow_id: flowId, total_steps: 3 }],
+        ['onboarding_step_viewed', step('welcome', 0)],
+        ['onboarding_step_completed', step('welcome', 0)],
+        ['onboarding_step_viewed', step('goal', 1)],
+        ['onboarding_step_viewed', step('welcome', 0)],
+        ['onboarding_step_viewed', step('goal', 1)],
+        ['onboarding_step_completed', step('goal', 1)],
+        ['onboarding_step_viewed', step('2', 2)],
+        ['onboarding_step_completed', step('2', 2)],
+        ['onboarding_flow_completed', { flow_id: flowId, total_steps: 3 }],
+      ],
+    );
+  });
+
+  it('dismiss: onboarding_flow_dismissed at the current step; a later start() begins again', async () => {
+    const c = sdk(memoryStorage());
+    await c.start();
+    const flow = c.flow(flowId)!;
+    await flow.start();
+    await flow.view(0);
+    await flow.complete(0);
+    await flow.dismiss();
+    assert.equal(flow.status, 'dismissed');
+    await assert.rejects(flow.complete(1), /not started/);
+    assert.equal(await flow.start(), 0);
+    await c.flush();
+    const names = (await stored(c.getAnonId()!)).map((e) => [e.event_name, e.properties]);
+    assert.deepEqual(names.slice(3), [
+      ['onboarding_flow_dismissed', step('goal', 1)],
+      ['onboarding_flow_started', { flow_id: flowId, total_steps: 3 }],
+    ]);
+  });
+});
