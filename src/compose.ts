@@ -28,6 +28,12 @@ import { consoleRoutes } from './modules/console/routes.js';
 import { createApiKeyService } from './modules/api-keys/service.js';
 import { createApiKeyStore } from './modules/api-keys/store.js';
 import { exchangeRateRoutes } from './modules/exchange-rates/routes.js';
+import { createExperimentFoldStore } from './modules/experiments/fold-store.js';
+import { createExperimentFold, experimentFoldJob, kickExperimentFold } from './modules/experiments/jobs.js';
+import { createExperimentReadModel } from './modules/experiments/read-model.js';
+import { experimentRoutes } from './modules/experiments/routes.js';
+import { createExperimentService } from './modules/experiments/service.js';
+import { createExperimentStore } from './modules/experiments/store.js';
 import { createExportJobs } from './modules/export/jobs.js';
 import { createExportReadModel } from './modules/export/read-model.js';
 import { exportRoutes } from './modules/export/routes.js';
@@ -144,11 +150,19 @@ export async function compose({
   // Config bundles and the content behind them (flows, paywalls, messages, remote config, flags).
   const bundleLog = logger.child({ module: 'bundles' });
   const contentStore = createContentStore(db);
+  const experimentStore = createExperimentStore(db);
   const bundles = createBundleService({
     db,
     store: createBundleStore(db),
     activity,
-    source: contentStore,
+    // Published content plus the started experiments (content.experiments).
+    source: {
+      published: async (scope, tx) => ({
+        ...(await contentStore.published(scope, tx)),
+        experiments: await experimentStore.bundled(scope, tx),
+      }),
+      flowReferences: (scope, setId) => contentStore.flowReferences(scope, setId),
+    },
     optionSetPages: optionSets.firstPages,
     // Each generation holds a connection and may need a second one: keep them well under the pool size.
     maxConcurrentGenerations: Math.max(1, Math.floor(config.dbPoolMax / 3)),
@@ -218,12 +232,13 @@ export async function compose({
     tempBuffersMb: config.foldTempBuffersMb,
     workMemMb: config.foldWorkMemMb,
   });
+  const rollupStore = createRollupStore(db, {
+    workers: foldWorkers,
+    parts: config.foldPartitions,
+    parallelMin: config.foldParallelMin,
+  });
   const rollups = createRollupRunner({
-    store: createRollupStore(db, {
-      workers: foldWorkers,
-      parts: config.foldPartitions,
-      parallelMin: config.foldParallelMin,
-    }),
+    store: rollupStore,
     chunkSize: config.foldChunk,
     catchUpMin: config.foldParallelMin,
   });
@@ -235,6 +250,21 @@ export async function compose({
     refreshS: config.funnelRefreshS,
   });
   const analytics = createAnalyticsService({ read: analyticsRead, runner: rollups, funnels });
+  // Experiments: their own fold (per-device state) behind the same seq horizon as the analytics fold.
+  const experimentFold = createExperimentFold({
+    store: createExperimentFoldStore(db),
+    horizon: rollupStore,
+    chunkSize: config.foldChunk,
+  });
+  const experiments = createExperimentService({
+    store: experimentStore,
+    read: createExperimentReadModel(db),
+    bundles,
+    activity,
+    onShipped: webhookWorker.wake,
+  });
+  const experimentJob = experimentFoldJob({ fold: experimentFold, jobs, intervalS: config.rollupIntervalS });
+  const stopExperimentKick = config.runsWorkers ? kickExperimentFold(jobs) : () => undefined;
   const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
   let refreshing: Promise<unknown> = Promise.resolve();
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
@@ -268,6 +298,7 @@ export async function compose({
     webhookRoutes({ auth, webhooks }),
     exportRoutes({ auth, exports, onClose: exportJobs.stop }),
     analyticsRoutes({ auth, analytics }),
+    experimentRoutes({ auth, experiments, fold: experimentFold }),
     consoleRoutes(),
     ...adNetwork.plugins(auth),
   ] as FastifyPluginAsync[];
@@ -281,6 +312,7 @@ export async function compose({
     // After each fold, the funnel answers it made stale (paced by ANALYTICS_FUNNEL_REFRESH_S), beside
     // the next folds rather than before them: a refresh takes seconds at 10M events, and the fold
     // chain waited for it (the steady state's lag grew by that much every minute).
+    'experiments.fold': experimentJob,
     'analytics.rollup': async () => {
       await rollupJob();
       refreshing = funnels.refresh().catch((err) => logger.warn({ err }, 'funnel answers refresh failed'));
@@ -289,6 +321,7 @@ export async function compose({
 
   const close = async () => {
     stopRollupKick();
+    stopExperimentKick();
     await ingestWriter.close();
     bundles.stop();
     await notifications.stop();

@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   service_unavailable: 503,
   ad_network_reauth_required: 409,
   upstream_error: 502,
+  srm_detected: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -49,6 +50,7 @@ const TITLES: Record<ErrorCode, string> = {
   service_unavailable: 'Service unavailable',
   ad_network_reauth_required: 'Ad-network connection must be redone',
   upstream_error: 'Upstream service error',
+  srm_detected: 'Sample ratio mismatch',
 };
 
 export class AppError extends Error {

@@ -88,6 +88,16 @@ export const JOBS = {
     policy: 'stately',
     cron: '* * * * *',
   }),
+  // Folds exposures and metric events into per-device experiment state; same chain as analytics.rollup.
+  'experiments.fold': def({
+    payload: Type.Object({}),
+    retryLimit: 2,
+    retryDelaySeconds: 5,
+    retryBackoff: false,
+    expireInSeconds: 3600,
+    policy: 'stately',
+    cron: '* * * * *',
+  }),
 };
 
 export type JobName = keyof typeof JOBS;

@@ -9,6 +9,19 @@ export interface OptionSetPage {
 
 export const DEFAULT_SDK_MIN_VERSION = '1.0.0';
 
+/** A started experiment as devices need it (decisions §10). */
+export interface BundledExperiment {
+  key: string;
+  status: string;
+  variants: { key: string; weight: number; value: unknown }[];
+  coverage_pct: number;
+  targeting: { rules: unknown[] } | null;
+  shipped_variant: string | null;
+}
+
+/** What a bundle is built from: the published content and the started experiments. */
+export type BundleSource = PublishedContent & { experiments?: BundledExperiment[] };
+
 /** Set ids the published flows reference (steps[].option_set_id), deduplicated. */
 export function referencedSets(src: PublishedContent): string[] {
   const ids = new Set<string>();
@@ -20,7 +33,7 @@ export function referencedSets(src: PublishedContent): string[] {
  * The bundle's `content` in the spec's shape: exactly the published content, maps keyed by id
  * (ordered by id so equal content gives equal bytes).
  */
-export function buildContent(src: PublishedContent, pages: Record<string, OptionSetPage>): Record<string, unknown> {
+export function buildContent(src: BundleSource, pages: Record<string, OptionSetPage>): Record<string, unknown> {
   const onboarding_flows: Record<string, unknown> = {};
   const paywalls: Record<string, unknown> = {};
   const in_app_messages: Record<string, unknown> = {};
@@ -64,7 +77,30 @@ export function buildContent(src: PublishedContent, pages: Record<string, Option
   const feature_flags: Record<string, unknown> = {};
   for (const f of src.flags)
     feature_flags[f.key] = { key: f.key, enabled: f.enabled, rules: f.rules, rollout_pct: f.rollout_pct };
-  return { onboarding_flows, paywalls, remote_config: src.remoteConfig, feature_flags, in_app_messages };
+  const content: Record<string, unknown> = {
+    onboarding_flows,
+    paywalls,
+    remote_config: src.remoteConfig,
+    feature_flags,
+    in_app_messages,
+  };
+  // Only when the app has a started experiment: bundles of apps without one keep their bytes.
+  if (src.experiments?.length) content.experiments = experimentsOf(src.experiments);
+  return content;
+}
+
+function experimentsOf(list: BundledExperiment[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const x of list)
+    out[x.key] = {
+      key: x.key,
+      status: x.status,
+      variants: x.variants.map((v) => ({ key: v.key, weight: v.weight, value: v.value })),
+      coverage_pct: x.coverage_pct,
+      ...(x.targeting ? { targeting: x.targeting } : {}),
+      ...(x.shipped_variant !== null ? { shipped_variant: x.shipped_variant } : {}),
+    };
+  return out;
 }
 
 /** Highest minimum any published item or flag declares; the app's floor (if set) counts too. */

@@ -4,8 +4,7 @@ import type { Scope } from '../../types/domain.js';
 import { notFound } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import type { ChangeRecorder } from '../config-stream/store.js';
-import type { PublishedContent } from '../content/store.js';
-import { buildContent, referencedSets, sdkMinVersion, type OptionSetPage } from './build.js';
+import { buildContent, referencedSets, sdkMinVersion, type BundleSource, type OptionSetPage } from './build.js';
 import { createBundleCache } from './cache.js';
 import { metaView, toServed, type Served } from './served.js';
 import type { BundleMeta, BundleStore, StoredBundle } from './store.js';
@@ -16,7 +15,7 @@ export interface BundleDeps {
   activity: ActivityStore;
   /** The published content, read inside the generating transaction. */
   source: {
-    published(scope: Scope, tx: Tx): Promise<PublishedContent>;
+    published(scope: Scope, tx: Tx): Promise<BundleSource>;
     flowReferences(scope: Scope, setId: string): Promise<boolean>;
   };
   /** First pages of option sets referenced by published flows; a missing set is simply absent. */

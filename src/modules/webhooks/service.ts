@@ -11,6 +11,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'onboarding.started',
   'onboarding.completed',
   'experiment.exposure',
+  'experiment.shipped',
   'user.identified',
 ] as const;
 export const MAX_ENDPOINTS_PER_APP = 50;
