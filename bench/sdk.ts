@@ -1,15 +1,17 @@
 // npm run bench:sdk [-- --tracks 5000 --queued 10000 --e2e 20000]
-// The TypeScript SDK (packages/sdk): track() cost with the Node file adapter, storage bytes per
-// queued event, memory with 10,000 queued events, bundle size (esbuild, minified + gzip), and
-// events/s end to end through one client against the real service. Each figure has a baseline
-// measured in the same run. Run with --expose-gc (the npm script does) for the memory figure.
-import { build } from 'esbuild';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+// The TypeScript SDK (packages/sdk): track() cost with the Node file adapter and (p50) the memory
+// adapter, storage bytes per queued event, memory with 10,000 queued events, bundle sizes (core and
+// platform entries, esbuild, minified + gzip), and events/s end to end through one client against
+// the real service. Each figure has a baseline measured in the same run; the SDK before issue 34
+// part 2 (commit BASE_REV, extracted with git archive) is the baseline of the track p50 and the core size.
+// Run with --expose-gc (the npm script does) for the memory figure.
+import { execSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { gzipSync } from 'node:zlib';
+import { sdkSize } from '../scripts/sdk-size.mjs';
 import { createClient, memoryStorage, type FetchLike, type Storage } from '../packages/sdk/src/index.js';
 import { fileStorage } from '../packages/sdk/src/node.js';
 import { client as http, createTenant } from '../test/helpers/client.js';
@@ -57,6 +59,46 @@ async function trackCost(storage: Storage): Promise<number> {
   return ((performance.now() - t0) * 1000) / TRACKS;
 }
 
+/** Median µs of one awaited track() with the memory adapter, for a given SDK build. */
+async function trackP50(sdk: { createClient: typeof createClient; memoryStorage: typeof memoryStorage }) {
+  const c = sdk.createClient({
+    apiKey: 'k',
+    baseUrl: 'http://127.0.0.1:9',
+    storage: sdk.memoryStorage(),
+    device,
+    fetch: offline,
+    batchSize: 1e9,
+    maxQueueBytes: 64 << 20,
+  });
+  for (let i = 0; i < 200; i++) await c.track('warm_up', props(i));
+  const times: number[] = [];
+  for (let i = 0; i < TRACKS; i++) {
+    const t = performance.now();
+    await c.track('paywall_view', props(i));
+    times.push((performance.now() - t) * 1000);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+// The SDK before issue 34 part 2, for the same-run baselines.
+const BASE_REV = '763aa1a';
+const baseDir = path.join(tmp, 'base');
+mkdirSync(baseDir);
+execSync(`git archive ${BASE_REV} packages/sdk/src | tar -x -C ${baseDir}`, { cwd: root });
+const baseSrc = path.join(baseDir, 'packages/sdk/src');
+const baseSdk = await import(path.join(baseSrc, 'index.ts'));
+// Alternating, so load swings hit both alike.
+const p50s: number[] = [];
+const baseP50s: number[] = [];
+for (let r = 0; r < 3; r++) {
+  p50s.push(await trackP50({ createClient, memoryStorage }));
+  baseP50s.push(await trackP50(baseSdk));
+}
+const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const p50 = med(p50s);
+const baseP50 = med(baseP50s);
+
 // 1. track() cost; baseline: one durable write of one event's JSON (temp file + rename) per call.
 const fileDir = path.join(tmp, 'file');
 const fileUs = await trackCost(fileStorage(fileDir));
@@ -97,28 +139,20 @@ for (let i = 0; i < QUEUED; i++)
 const h2 = heap();
 if (loaded.queuedCount() !== QUEUED + 1 || strings.length !== QUEUED) throw new Error('queue not fully loaded');
 
-// 4. bundle size: the whole SDK (index entry) and the rule module alone, minified + gzip.
-const size = async (entry: string) => {
-  const r = await build({
-    entryPoints: [path.join(root, 'packages/sdk/src', entry)],
-    bundle: true,
-    minify: true,
-    format: 'esm',
-    target: 'es2020',
-    write: false,
-  });
-  const b = r.outputFiles[0].contents;
-  return { min: b.length, gz: gzipSync(b, { level: 9 }).length };
-};
-const whole = await size('index.ts');
-const rules = await size('rules.ts');
+// 4. bundle sizes: the core (index entry), the platform entries (each with the core it imports), the rule module alone.
+const whole = await sdkSize('index.ts');
+const browserSize = await sdkSize('browser.ts');
+const rnSize = await sdkSize('react-native.ts');
+const rules = await sdkSize('rules.ts');
+const baseSize = await sdkSize('index.ts', baseSrc);
 
 // 5. events/s end to end through one client (file adapter, contract batch size 20); baseline: the
 // same number of events POSTed in batches of 20 by a bare loop, one request at a time.
-const service = await spawnService({ ROLE: 'all' });
+const service = E2E ? await spawnService({ ROLE: 'all' }) : null;
 let sdkRate = 0;
 let bareRate = 0;
 try {
+  if (!service) throw new Error('skipped');
   const c = http(service.url);
   const t = await createTenant(c);
   await c.patch('/api/v1/settings', { events_per_minute: 10_000_000 }, t.console);
@@ -150,8 +184,10 @@ try {
     if (r.status !== 202) throw new Error(`bare send: ${r.status} ${r.text}`);
   }
   bareRate = E2E / ((performance.now() - b0) / 1000);
+} catch (e) {
+  if ((e as Error).message !== 'skipped') throw e;
 } finally {
-  await service.stop();
+  await service?.stop();
   rmSync(tmp, { recursive: true, force: true });
 }
 
@@ -166,13 +202,17 @@ the end); each baseline ran in the same process, right beside its figure.
 | measure | SDK | baseline (same run) |
 | --- | ---: | ---: |
 | \`track()\` µs per call, Node file adapter (${TRACKS} calls, awaited one by one) | ${f(fileUs)} | ${f(rawUs)} (one temp-file write + rename of one event) |
-| \`track()\` µs per call, memory adapter | ${f(memUs)} | |
+| \`track()\` µs per call, memory adapter (mean) | ${f(memUs)} | |
+| \`track()\` p50 µs, memory adapter (median of 3 runs of ${TRACKS} calls, alternating) | ${f(p50)} | ${f(baseP50)} (the SDK before part 2, ${BASE_REV}) |
 | storage bytes per queued event (file adapter) | ${f(bytesPerEvent)} | ${eventBytes} (the event's JSON) |
 | heap MB with ${QUEUED.toLocaleString('en-US')} queued events (loaded from files, as after a restart) | ${mb(h1 - h0)} | ${mb(h2 - h1)} (the same events as JSON strings in an array) |
-| bundle, minified + gzip (esbuild, ESM, es2020) | ${f(whole.gz / 1024, 2)} KB (${f(whole.min / 1024, 1)} KB minified) | rule module alone: ${f(rules.gz / 1024, 2)} KB |
-| events/s end to end, one client, file adapter, batches of 20 | ${f(sdkRate, 0)} | ${f(bareRate, 0)} (bare loop POSTing batches of 20, one at a time) |
+| core bundle (index entry), minified + gzip (esbuild, ESM, es2020) | ${f(whole.gz / 1024, 2)} KB (${f(whole.min / 1024, 1)} KB minified) | ${f(baseSize.gz / 1024, 2)} KB (${f(baseSize.min / 1024, 1)} KB minified: the SDK before part 2) |
+| browser entry (\`/browser\`, with the core parts it imports) | ${f(browserSize.gz / 1024, 2)} KB (${f(browserSize.min / 1024, 1)} KB minified) | |
+| React Native entry (\`/react-native\`, with the core parts it imports) | ${f(rnSize.gz / 1024, 2)} KB (${f(rnSize.min / 1024, 1)} KB minified) | rule module alone: ${f(rules.gz / 1024, 2)} KB |
+| events/s end to end, one client, file adapter, batches of 20 | ${E2E ? f(sdkRate, 0) : 'not run (--e2e 0)'} | ${E2E ? f(bareRate, 0) : '-'} (bare loop POSTing batches of 20, one at a time) |
 
-Goal: bundle under 10 KB minified + gzip: ${whole.gz < 10 * 1024 ? 'met' : 'missed'}.
+Goals: core bundle under 10 KB minified + gzip: ${whole.gz < 10 * 1024 ? 'met' : 'missed'}; \`track()\` p50 under 50 µs
+with the memory adapter: ${p50 < 50 ? 'met' : 'missed'}.
 The file adapter's track cost is one segment rewrite (at most 20 events, temp file + rename)
 plus, once per 100 events, the state file (client_seq reservation); the raw write of one event
 is its floor. End to end, the SDK tracks with its own auto flush (20th event) while the app

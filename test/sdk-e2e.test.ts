@@ -44,6 +44,7 @@ describe('sdk e2e', () => {
       onError: (e) => errors.push(e),
       timing: { retryDelaysMs: [20, 40, 80], requestTimeoutMs: 2000 },
       stream: false, // delivery and polling alone here; test/sdk-stream.test.ts covers the config stream
+      lifecycle: false, // exact event counts here; test/sdk-lifecycle.test.ts covers the automatic events
       ...over,
     });
     return { client, errors };

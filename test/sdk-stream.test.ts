@@ -30,6 +30,7 @@ function sdk(storage: Storage, over: Partial<ClientOptions> = {}) {
     device,
     bundledConfig: bundled,
     pollIntervalMs: 3600_000,
+    lifecycle: false,
     onError: (e) => errors.push(e),
     timing: { requestTimeoutMs: 2000 },
     ...over,

@@ -1,11 +1,15 @@
+import { purchaseEvent, pushEvent, type Purchase, type PurchaseKind } from './auto-events.js';
 import { ConfigStore, type Bundle } from './config.js';
 import * as K from './constants.js';
-import { NetworkError, request, retryAfterMs, type FetchLike, type HttpAnswer } from './http.js';
+import { Delivery, type Identify } from './delivery.js';
+import { evaluateExperiment, type ExperimentResult } from './experiments.js';
+import { request, type FetchLike, type HttpAnswer } from './http.js';
+import { Lifecycle, type Session } from './lifecycle.js';
 import { bucketOf } from './murmur.js';
 import { EventQueue } from './queue.js';
 import { matchesRules } from './rules.js';
 import type { Storage } from './storage.js';
-import { ConfigStream } from './stream.js';
+import { ConfigSync } from './sync.js';
 import { uuid } from './uuid.js';
 
 export interface DeviceInfo {
@@ -19,7 +23,7 @@ export interface DeviceInfo {
 }
 
 export interface SdkError {
-  /** queue_overflow | events_rejected | event_dropped | identify_rejected | delivery_failed | config_failed | storage_failed */
+  /** queue_overflow | events_rejected | event_dropped | identify_rejected | delivery_failed | config_failed | storage_failed | bundle_requires_newer_sdk */
   code: string;
   message: string;
   detail?: unknown;
@@ -35,6 +39,8 @@ export interface ClientOptions {
   batchSize?: number;
   pollIntervalMs?: number;
   maxQueueBytes?: number;
+  /** A batch's JSON stays under this many bytes (the browser entry: a keepalive request's limit). */
+  maxBatchBytes?: number;
   fetch?: FetchLike;
   onError?: (e: SdkError) => void;
   /** Keys in storage start with this (several clients may share one storage). */
@@ -43,6 +49,10 @@ export interface ClientOptions {
   consent?: { analytics: boolean };
   /** Subscribe to the config stream while in the foreground (default true); false: polling only. */
   stream?: boolean;
+  /** Automatic app_open, app_close, session_start and session_end events (default true). */
+  lifecycle?: boolean;
+  /** Foreground time without a tracked event after which a session ends (default 30 minutes). */
+  sessionTimeoutMs?: number;
   /** Tests only: shorter waits. Production uses the contract's values. */
   timing?: {
     retryDelaysMs?: number[];
@@ -53,19 +63,6 @@ export interface ClientOptions {
   };
 }
 
-interface Bootstrap {
-  orgId: string;
-  appId: string;
-  storePath: string;
-  settings?: { flushInterval?: number; batchSize?: number; configTTL?: number };
-  runtime_lock?: { reason: string; locked_at: string; message: string };
-}
-interface Identify {
-  anon_id: string;
-  user_id: string;
-  ts_ms: number;
-  traits?: Record<string, unknown>;
-}
 interface State {
   anonId: string;
   userId?: string;
@@ -73,17 +70,17 @@ interface State {
   consent: boolean;
   /** client_seq values below this may have been used: a restart continues from here. */
   seqCeil: number;
-  session: { id: string; last: number };
+  session: Session;
   exposed: string[];
   identifies: Identify[];
+  /** False until the first start() of this install (app_open's first_open); kept across reset(). */
+  launched?: boolean;
 }
-
-type Step = 'done' | 'stop' | 'progress' | { split: number } | { retryAfter?: number };
+type Props = Record<string, unknown>;
+type TrackOptions = { screen?: string; exposures?: { exp: string; variant: string }[] };
 
 const SEQ_BLOCK = 100;
 const SESSION_TOUCH_MS = 60_000;
-const RETRIABLE = (s: number) => s === 408 || s === 429 || s >= 500;
-const REFUSED = (s: number) => s === 400 || s === 413 || s === 422;
 
 export class Client {
   private o: ClientOptions;
@@ -92,50 +89,79 @@ export class Client {
   private queue!: EventQueue;
   private state!: State;
   private config: ConfigStore;
+  private sync: ConfigSync;
+  private delivery: Delivery;
+  private life: Lifecycle;
   private seq = 0;
   private touchedSaved = 0;
+  /** Dropped events already carried by an event whose write is under way. */
+  private claimedDrops = 0;
   private exposed = new Set<string>();
   private loaded: Promise<void>;
   private stateWrite: Promise<unknown> = Promise.resolve();
-  private running: Promise<void> | null = null;
-  private next: Promise<void> | null = null;
-  private checking: Promise<boolean> | null = null;
-  private recheck: Promise<boolean> | null = null;
-  private timers: ReturnType<typeof setTimeout>[] = [];
-  private wake: (() => void)[] = [];
-  private closed = false;
-  /** The last cycle gave up: only the timer (the next cycle) or an explicit flush() tries again. */
-  private failing = false;
-  private locked = false;
-  private batchSize: number;
-  private flushIntervalMs: number;
-  private ttlMs = K.DEFAULT_CONFIG_TTL_MS;
-  private storePath: string | undefined;
-  private stream: ConfigStream | null = null;
-  private inForeground = true;
-  /** Streaming stopped for good (401, or no streaming fetch body): polling only. */
-  private streamOff = false;
+  /** The newest event's write: once it is done, every event tracked before is queued. */
+  private lastWrite: Promise<unknown> = Promise.resolve();
 
   constructor(options: ClientOptions) {
-    this.o = options;
-    this.fetchFn = options.fetch ?? ((u, i) => fetch(u, i));
-    this.prefix = options.storagePrefix ?? 'msb.';
-    this.batchSize = options.batchSize ?? K.DEFAULT_BATCH_SIZE;
-    this.flushIntervalMs = options.flushIntervalMs ?? K.DEFAULT_FLUSH_INTERVAL_MS;
-    const get = (path: string, headers: Record<string, string>, timeoutMs: number) =>
-      this.call('GET', path, undefined, timeoutMs, headers);
-    this.config = new ConfigStore(options.storage, `${this.prefix}config`, get, options.bundledConfig);
-    this.loaded = this.load();
+    const o = (this.o = options);
+    const t = o.timing ?? {};
+    this.fetchFn = o.fetch ?? ((u, i) => fetch(u, i));
+    this.prefix = o.storagePrefix ?? 'msb.';
+    const get = (path: string, headers: Record<string, string> = {}) =>
+      this.call('GET', path, undefined, K.CONFIG_TIMEOUT_MS, headers);
+    this.config = new ConfigStore(o.storage, `${this.prefix}config`, get, o.bundledConfig, (b) =>
+      this.report('bundle_requires_newer_sdk', `bundle ${b.bundle_version} needs SDK ${b.sdk_min_version}`, {
+        bundle_version: b.bundle_version,
+        sdk_min_version: b.sdk_min_version,
+        sdk_version: K.SDK_VERSION,
+      }),
+    );
+    const report = this.report.bind(this);
+    this.sync = new ConfigSync({
+      ...o,
+      ...t,
+      fetch: this.fetchFn,
+      prefix: this.prefix,
+      config: this.config,
+      get,
+      report,
+      flush: () => this.flush(),
+      due: () => !!this.queue?.count && !this.delivery.busy,
+    });
+    this.delivery = new Delivery({
+      ...t,
+      maxBatchBytes: o.maxBatchBytes,
+      loaded: (this.loaded = this.load()),
+      settled: () => this.lastWrite,
+      queue: () => this.queue,
+      identifies: () => this.state.identifies,
+      shiftIdentify: () => (this.state.identifies.shift(), this.saveState()),
+      post: (path, body) => this.call('POST', path, body, t.requestTimeoutMs ?? K.REQUEST_TIMEOUT_MS),
+      report,
+      blocked: () => this.sync.closed || this.sync.locked,
+      batchSize: () => this.sync.batchSize,
+    });
+    this.life = new Lifecycle({
+      on: o.lifecycle !== false,
+      timeoutMs: o.sessionTimeoutMs ?? K.SESSION_TIMEOUT_MS,
+      session: () => this.state.session,
+      setSession: (s) => {
+        this.state.session = s;
+        void this.saveState();
+      },
+      emit: (name, props, ts) => void this.record(name, props, {}, ts),
+    });
     this.loaded.catch((e) => this.report('storage_failed', `could not read storage: ${e}`));
   }
 
-  // ---- start-up and config ----
+  // ---- start-up and lifecycle ----
 
   private async load(): Promise<void> {
     const s = this.o.storage;
-    const [state, boot] = await Promise.all([s.getItem(`${this.prefix}state`), s.getItem(`${this.prefix}bootstrap`)]);
+    const state = await s.getItem(`${this.prefix}state`);
     this.queue = await EventQueue.load(s, this.prefix, this.o.maxQueueBytes ?? K.DEFAULT_MAX_QUEUE_BYTES);
     await this.config.load();
+    await this.sync.load();
     const now = Date.now();
     this.state = state
       ? JSON.parse(state)
@@ -144,194 +170,93 @@ export class Client {
           traits: {},
           consent: this.o.consent?.analytics ?? true,
           seqCeil: 0,
-          session: { id: uuid(), last: now },
+          session: { id: uuid(), start: now, last: now },
           exposed: [],
           identifies: [],
+          launched: false,
         };
     this.seq = this.state.seqCeil;
     this.exposed = new Set(this.state.exposed);
-    if (boot) this.applyBootstrap(JSON.parse(boot));
     if (!state) await this.saveState();
   }
 
-  /** Bootstrap and config, at most 3 s on the network; never rejects. */
+  /** Launch: app_open and session_start, then bootstrap and config (at most 3 s on the network); never rejects. */
   async start(): Promise<void> {
     try {
       await this.loaded;
     } catch {
       return;
     }
+    this.life.launch(Date.now(), this.state.launched === false);
+    this.state.launched = true;
     await this.refresh();
-    this.schedule();
-    this.syncStream();
+    this.sync.schedule();
     if (this.queue.count) void this.flush();
   }
 
   /** The app came back to the foreground: the same config refresh as at start. */
   async foreground(): Promise<void> {
-    this.inForeground = true;
+    this.sync.foreground = true;
     try {
       await this.loaded;
     } catch {
       return;
     }
     await this.refresh();
-    this.syncStream();
-    if (!this.locked && this.queue?.count) void this.flush();
+    if (!this.sync.locked && this.queue?.count) void this.flush();
   }
 
   private async refresh(): Promise<void> {
-    // In parallel, so one round trip of waiting; the bundle is applied only if bootstrap brought no lock.
-    const boot = this.bootstrap();
-    const download = this.locked
-      ? null
-      : this.config
-          .download(
-            K.CONFIG_TIMEOUT_MS,
-            boot.then(() => !this.locked),
-          )
-          .catch((e) => this.report('config_failed', `config bundle: ${e.message}`));
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, K.CONFIG_TIMEOUT_MS)));
-    await Promise.race([Promise.all([boot, download]), limit]);
-    clearTimeout(timer);
-  }
-
-  /** Asks bootstrap again (settings, runtime lock); resumes delivery when a lock is gone. */
-  private async bootstrap(): Promise<void> {
-    try {
-      const r = await this.call('GET', '/api/v1/sdk/bootstrap', undefined, K.CONFIG_TIMEOUT_MS);
-      if (r.status !== 200 || !r.body?.appId) return this.report('config_failed', `bootstrap answered ${r.status}`);
-      await this.o.storage.setItem(`${this.prefix}bootstrap`, JSON.stringify(r.body));
-      const wasLocked = this.locked;
-      this.applyBootstrap(r.body);
-      if (this.timers.length) {
-        this.schedule();
-        this.syncStream(); // the first storePath may come with this answer
-      }
-      if (wasLocked && !this.locked) void this.flush();
-    } catch (e) {
-      this.report('config_failed', `bootstrap: ${(e as Error).message}`);
-    }
-  }
-
-  private applyBootstrap(b: Bootstrap): void {
-    this.locked = !!b.runtime_lock;
-    if (b.storePath) this.storePath = b.storePath;
-    const s = b.settings ?? {};
-    if (s.batchSize && s.batchSize > 0) this.batchSize = Math.min(s.batchSize, 500);
-    if (s.flushInterval && s.flushInterval > 0) this.flushIntervalMs = s.flushInterval * 1000;
-    if (s.configTTL && s.configTTL > 0) this.ttlMs = s.configTTL * 1000;
-  }
-
-  /** (Re)arms the flush, version-poll and bootstrap timers with the current settings. */
-  private schedule(): void {
-    this.timers.forEach(clearInterval);
-    this.timers = [];
-    if (this.closed) return;
-    const every = (ms: number, fn: () => unknown) => {
-      const t = setInterval(() => void fn(), ms);
-      (t as { unref?: () => void }).unref?.();
-      this.timers.push(t);
-    };
-    every(this.flushIntervalMs, () => this.queue.count && !this.running && this.flush());
-    // While a config stream is open it announces changes: the poll is its fallback.
-    every(this.o.pollIntervalMs ?? K.DEFAULT_POLL_INTERVAL_MS, () => !this.stream?.open && this.checkForUpdate());
-    every(this.locked ? (this.o.timing?.lockRecheckMs ?? this.ttlMs) : this.ttlMs, () => this.bootstrap());
+    await this.sync.refresh();
+    this.sync.syncStream();
   }
 
   /**
-   * The app went to the background (false: the config stream closes, the queue is flushed) or
-   * came back (true: the same as `foreground()`).
+   * The app went to the background (false: session_end, the config stream closes, the queue is
+   * flushed) or came back (true: session_start, the same as `foreground()`). A repeated value does nothing.
    */
   async setForeground(active: boolean): Promise<void> {
+    if (!this.state) await this.loaded;
+    if (!this.life.setForeground(active, Date.now())) return;
     if (active) return this.foreground();
-    this.inForeground = false;
-    this.syncStream();
+    this.sync.foreground = false;
+    this.sync.syncStream();
     await this.flush();
   }
 
-  /** Opens the config stream while started and in the foreground, closes it otherwise. */
-  private syncStream(): void {
-    if (this.closed || !this.inForeground || this.streamOff || !this.storePath || this.o.stream === false)
-      return this.stream?.stop();
-    this.stream ??= new ConfigStream({
-      fetch: this.fetchFn,
-      url: this.o.baseUrl.replace(/\/$/, '') + this.storePath,
-      headers: { 'x-api-key': this.o.apiKey },
-      storage: this.o.storage,
-      key: `${this.prefix}stream`,
-      random: this.o.timing?.random ?? Math.random,
-      idleMs: this.o.timing?.streamIdleMs,
-      // A resumed stream replays only what changed since its id: one check covers any gap.
-      onOpen: (resumed) => resumed && void this.checkForUpdate(),
-      onEvent: (event, data) => {
-        const v = data.bundle_version;
-        const have = this.config.bundle?.bundle_version ?? -1;
-        // Option-set versions are not cached by the SDK (optionSet() always asks), so only bundles count.
-        if (typeof v === 'number' && (event === 'change' ? v > have : v !== have)) void this.checkForUpdate();
-      },
-      onGiveUp: (why) => {
-        this.streamOff = true;
-        this.report('config_failed', `config stream: ${why}; polling only`);
-      },
-    });
-    this.stream.start();
-  }
-
-  /** Polls the version endpoint and downloads a newer bundle; true when the bundle changed. */
+  /** Checks the version endpoint now; downloads when `bundle_version` grew. True when the bundle changed. */
   checkForUpdate(): Promise<boolean> {
-    if (this.locked) return Promise.resolve(false);
-    // One check at a time; a call during one (a poll tick, a change notice) gets one more after it.
-    if (this.checking) {
-      this.recheck ??= this.checking.then(() => {
-        this.recheck = null;
-        return this.checkForUpdate();
-      });
-      return this.recheck;
-    }
-    this.checking = this.config
-      .checkForUpdate(K.CONFIG_TIMEOUT_MS)
-      .catch((e) => {
-        this.report('config_failed', `version check: ${(e as Error).message}`);
-        return false;
-      })
-      .finally(() => (this.checking = null));
-    return this.checking;
+    return this.sync.checkForUpdate();
   }
 
   // ---- events ----
 
-  /** Persists the event; resolves once it is in storage. */
-  async track(
-    eventName: string,
-    properties: Record<string, unknown> = {},
-    options: { screen?: string; exposures?: { exp: string; variant: string }[] } = {},
-  ): Promise<void> {
-    await this.loaded;
+  /** Persists the event; resolves once it is in storage. Its session is the one current at the call. */
+  track(eventName: string, properties: Props = {}, options: TrackOptions = {}): Promise<void> {
+    if (!this.state) return this.loaded.then(() => this.track(eventName, properties, options));
     const now = Date.now();
+    this.life.touch(now);
+    return this.record(eventName, properties, options, now);
+  }
+
+  /** Builds the event now (session, sequence, identity), then writes it after any state write it needs. */
+  private record(name: string, properties: Props, options: TrackOptions, ts: number): Promise<void> {
     const st = this.state;
-    let saveState = false;
-    if (now - st.session.last > K.SESSION_TIMEOUT_MS) {
-      st.session = { id: uuid(), last: now };
-      saveState = true;
-    }
-    st.session.last = now;
+    st.session.last = ts;
     const seq = this.seq++;
+    let saveState = false;
     if (seq >= st.seqCeil) {
       st.seqCeil = seq + SEQ_BLOCK;
       saveState = true;
     }
-    // Every track waits for a pending state write, so no event is stored with a client_seq that a
-    // restart could hand out again (the raised ceiling is on disk first).
-    await (saveState || now - this.touchedSaved > SESSION_TOUCH_MS ? this.saveState() : this.stateWrite);
     const d = this.o.device;
-    const carried = this.queue.dropped;
+    const carried = this.queue.dropped - this.claimedDrops;
+    this.claimedDrops += carried;
     const event = {
       schema_version: K.SCHEMA_VERSION,
       event_id: uuid(),
-      event_name: eventName,
-      ts_ms: now,
+      event_name: name,
+      ts_ms: ts,
       user: { anon_id: st.anonId, ...(st.userId ? { user_id: st.userId } : {}) },
       device: {
         platform: d.platform,
@@ -352,22 +277,36 @@ export class Client {
       properties: carried ? { ...properties, sdk_dropped_events: carried } : properties,
       privacy: { consent: { analytics: st.consent } },
     };
-    const dropped = await this.queue.push(event, carried);
-    if (dropped)
-      this.report('queue_overflow', `queue over ${this.queue.maxBytes} bytes: dropped the ${dropped} oldest event(s)`, {
-        dropped,
-      });
-    if (this.queue.count >= this.batchSize && !this.running && !this.locked && !this.failing) void this.flush();
+    // No event is stored with a client_seq that a restart could hand out again: the raised ceiling is on disk first.
+    const wait = saveState || ts - this.touchedSaved > SESSION_TOUCH_MS ? this.saveState() : this.stateWrite;
+    const write = wait
+      .then(() => this.queue.push(event, carried))
+      .then((dropped) => {
+        if (dropped)
+          this.report(
+            'queue_overflow',
+            `queue over ${this.queue.maxBytes} bytes: dropped the ${dropped} oldest event(s)`,
+            {
+              dropped,
+            },
+          );
+        const { delivery, sync } = this;
+        if (this.queue.count >= sync.batchSize && !delivery.busy && !sync.locked && !delivery.failing)
+          void this.flush();
+      })
+      .finally(() => (this.claimedDrops -= carried));
+    this.lastWrite = write.catch(() => undefined);
+    return write;
   }
 
-  async identify(userId: string, traits?: Record<string, unknown>): Promise<void> {
+  async identify(userId: string, traits?: Props): Promise<void> {
     await this.loaded;
     const st = this.state;
     st.userId = userId;
     if (traits) st.traits = { ...st.traits, ...traits };
     st.identifies.push({ anon_id: st.anonId, user_id: userId, ts_ms: Date.now(), ...(traits ? { traits } : {}) });
     await this.saveState();
-    if (!this.running && !this.locked && !this.failing) void this.flush();
+    if (!this.delivery.busy && !this.sync.locked && !this.delivery.failing) void this.flush();
   }
 
   setConsent(consent: { analytics: boolean }): void {
@@ -379,115 +318,45 @@ export class Client {
     void this.saveState();
   }
 
-  /** Log-out: a new anonymous id and session; the queue is kept. */
+  /** Log-out: the open session ends, a new anonymous id and session start; the queue is kept. */
   async reset(): Promise<void> {
     await this.loaded;
-    Object.assign(this.state, {
-      anonId: uuid(),
-      userId: undefined,
-      traits: {},
-      session: { id: uuid(), last: Date.now() },
-    });
+    this.life.restart(Date.now(), () => Object.assign(this.state, { anonId: uuid(), userId: undefined, traits: {} }));
     await this.saveState();
   }
 
   /**
-   * Delivers the queue. Resolves once the events queued at the call are acknowledged or this
-   * cycle's retries are spent. One cycle runs at a time; a call during one waits for it and
-   * then runs one more (calls made meanwhile share it).
+   * Delivers the queue. Resolves once the events tracked before the call are acknowledged or this
+   * cycle's retries are spent. One cycle runs at a time (see Delivery).
    */
   flush(): Promise<void> {
-    if (!this.running) return this.startCycle();
-    if (!this.next) {
-      this.next = this.running.then(() => {
-        this.next = null;
-        return this.startCycle();
-      });
-    }
-    return this.next;
+    return this.delivery.flush();
   }
 
-  private startCycle(): Promise<void> {
-    const run = this.cycle().catch((e) => this.report('delivery_failed', String(e)));
-    this.running = run.then(() => {
-      this.running = null;
-    });
-    return this.running;
+  // ---- typed automatic events (the names and properties the analytics read) ----
+
+  purchaseStarted = (p: Purchase) => this.purchase('started', p);
+  purchaseCompleted = (p: Purchase) => this.purchase('completed', p);
+  purchaseFailed = (p: Purchase) => this.purchase('failed', p);
+  purchaseCanceled = (p: Purchase) => this.purchase('canceled', p);
+  purchasePending = (p: Purchase) => this.purchase('pending', p);
+  purchaseRestored = (p: Purchase) => this.purchase('restored', p);
+  pushTokenRegistered = (token: string) => this.auto(() => pushEvent('push_token_registered', 'token', token));
+  pushPermission = (granted: boolean) => this.track(`push_permission_${granted === true ? 'granted' : 'denied'}`);
+  pushDelivered = (id: string) => this.auto(() => pushEvent('push_delivered', 'push_id', id));
+  pushTapped = (id: string) => this.auto(() => pushEvent('push_tapped', 'push_id', id));
+
+  private purchase(kind: PurchaseKind, p: Purchase): Promise<void> {
+    return this.auto(() => purchaseEvent(kind, p));
   }
 
-  private async cycle(): Promise<void> {
-    await this.loaded;
-    const mark = this.queue.lastSeq();
-    const delays = this.o.timing?.retryDelaysMs ?? K.RETRY_DELAYS_MS;
-    let retries = 0;
-    let limit = this.batchSize;
-    while (!this.closed && !this.locked) {
-      const step = await this.step(limit, mark);
-      this.failing = step === 'stop';
-      if (step === 'done' || step === 'stop') return;
-      if (step === 'progress') {
-        retries = 0;
-        continue;
-      }
-      if ('split' in step) {
-        limit = step.split;
-        continue;
-      }
-      if (retries >= delays.length) {
-        this.failing = true;
-        return;
-      }
-      const rnd = this.o.timing?.random ?? Math.random;
-      await this.sleep(step.retryAfter ?? delays[retries] * (1 + K.RETRY_JITTER * (2 * rnd() - 1)));
-      retries++;
-    }
-  }
-
-  /** One request: the oldest pending identify, else the next batch (up to `limit` events). */
-  private async step(limit: number, mark: number): Promise<Step> {
-    const ident = this.state.identifies[0];
-    const batch = ident ? [] : this.queue.peek(limit).filter((q) => q.seq <= mark);
-    if (!ident && !batch.length) return 'done';
-    let r: HttpAnswer;
+  /** Tracks a checked event; a failed check rejects (TypeError) and queues nothing. */
+  private auto(build: () => [string, Props]): Promise<void> {
     try {
-      r = ident
-        ? await this.call('POST', '/api/v1/ingest/identify', ident, this.requestTimeoutMs)
-        : await this.call(
-            'POST',
-            '/api/v1/ingest/events',
-            `{"batch":[${batch.map((q) => q.json).join(',')}]}`,
-            this.requestTimeoutMs,
-          );
+      return this.track(...build());
     } catch (e) {
-      if (!(e instanceof NetworkError)) throw e;
-      this.report('delivery_failed', e.message);
-      return {};
+      return Promise.reject(e);
     }
-    if (RETRIABLE(r.status)) {
-      this.report('delivery_failed', `the service answered ${r.status}`, r.body);
-      return { retryAfter: retryAfterMs(r.header('retry-after'), Date.now()) };
-    }
-    if (ident) {
-      if (r.status < 300 || REFUSED(r.status)) {
-        if (r.status >= 300) this.report('identify_rejected', `identify refused (${r.status})`, r.body);
-        this.state.identifies.shift();
-        await this.saveState();
-        return 'progress';
-      }
-    } else if (r.status < 300) {
-      const errors = (r.body?.errors ?? []) as unknown[];
-      if (errors.length) this.report('events_rejected', `${errors.length} event(s) rejected by the service`, errors);
-      await this.queue.remove(batch.map((q) => q.id));
-      return 'progress';
-    } else if (REFUSED(r.status)) {
-      // A refusal of the whole batch: halve it until the event at fault travels alone, then drop it.
-      if (batch.length > 1) return { split: Math.ceil(batch.length / 2) };
-      this.report('event_dropped', `the service refused event ${batch[0].id} (${r.status})`, r.body);
-      await this.queue.remove([batch[0].id]);
-      return 'progress';
-    }
-    this.report('delivery_failed', `the service answered ${r.status}; delivery waits for the next cycle`, r.body);
-    return 'stop';
   }
 
   // ---- flags, config, experiments ----
@@ -496,17 +365,7 @@ export class Client {
     const f = this.config.bundle?.content.feature_flags?.[key];
     if (!f || typeof f !== 'object') return defaultValue;
     if (!f.enabled || !this.state) return false;
-    const { traits } = this.state;
-    const device = this.deviceAttributes();
-    const lookup = (a: string): unknown =>
-      a.startsWith('traits.')
-        ? traits[a.slice(7)]
-        : a.startsWith('device.')
-          ? device[a.slice(7)]
-          : a in traits
-            ? traits[a]
-            : device[a];
-    if (!matchesRules(f.rules, lookup)) return false;
+    if (!matchesRules(f.rules, this.lookup())) return false;
     return this.bucket(key) < (f.rollout_pct ?? 100) * (K.BUCKETS / 100);
   }
 
@@ -527,16 +386,37 @@ export class Client {
   /** The user's variant; the first call per (experiment, user) queues one experiment_exposure. */
   getVariant(experimentId: string, variants: string[]): string {
     const variant = variants[Math.floor((this.bucket(experimentId) * variants.length) / K.BUCKETS)];
-    const key = `${experimentId}\u0000${this.userKey()}`;
-    if (this.state && !this.exposed.has(key)) {
-      this.exposed.add(key);
-      this.state.exposed.push(key);
-      const props = { experiment_id: experimentId, variant };
-      this.saveState()
-        .then(() => this.track('experiment_exposure', props, { exposures: [{ exp: experimentId, variant }] }))
-        .catch((e) => this.report('storage_failed', `exposure: ${e}`));
-    }
+    this.expose(experimentId, variant);
     return variant;
+  }
+
+  /**
+   * A bundle experiment (decisions §10): running -> the assigned variant (the first read per
+   * (experiment, unit) queues one experiment_exposure), or control's value when targeting or
+   * coverage leave the unit out; stopped -> control's value; shipped -> the shipped value.
+   * Unknown (or before storage is read): `{ inExperiment: false, variant: null, value: defaultValue }`.
+   */
+  getExperiment<T = unknown>(key: string, defaultValue?: T): ExperimentResult & { value: T } {
+    const e = this.config.bundle?.content.experiments?.[key];
+    if (!e || !this.state || !e.variants?.length)
+      return { inExperiment: false, variant: null, value: defaultValue as T };
+    const { expose, ...r } = evaluateExperiment(e, this.userKey(), this.lookup());
+    if (expose) this.expose(key, r.variant!);
+    return r as ExperimentResult & { value: T };
+  }
+
+  /** Queues one experiment_exposure per (experiment, unit), remembered across restarts once it is stored. */
+  private expose(exp: string, variant: string): void {
+    const key = `${exp}\u0000${this.userKey()}`;
+    if (!this.state || this.exposed.has(key)) return;
+    this.exposed.add(key);
+    // The event first, then the memory of it: a kill in between repeats the exposure rather than losing it.
+    this.track('experiment_exposure', { experiment_id: exp, variant }, { exposures: [{ exp, variant }] })
+      .then(() => {
+        this.state.exposed.push(key);
+        return this.saveState();
+      })
+      .catch((e) => this.report('storage_failed', `exposure: ${e}`));
   }
 
   async optionSet(setId: string, opts: { cursor?: string; q?: string } = {}): Promise<unknown> {
@@ -548,18 +428,23 @@ export class Client {
       'GET',
       `/api/v1/sdk/option-sets/${encodeURIComponent(setId)}${qs ? `?${qs}` : ''}`,
       undefined,
-      this.requestTimeoutMs,
+      this.o.timing?.requestTimeoutMs ?? K.REQUEST_TIMEOUT_MS,
     );
     if (r.status !== 200) throw new Error(`option set ${setId}: ${r.status} ${r.body?.detail ?? ''}`);
     return r.body.data;
   }
 
   isLocked(): boolean {
-    return this.locked;
+    return this.sync.locked;
   }
 
   getAnonId(): string | undefined {
     return this.state?.anonId;
+  }
+
+  /** The current session's id (fixed on each event when it is tracked). */
+  getSessionId(): string | undefined {
+    return this.state?.session.id;
   }
 
   /** Events waiting in the queue. */
@@ -567,29 +452,26 @@ export class Client {
     return this.queue?.count ?? 0;
   }
 
-  /** Delivers what it can (one flush), then stops the timers. */
+  /** Termination: session_end (if a session is open) and app_close, one last flush, then the timers stop. */
   async shutdown(): Promise<void> {
-    if (!this.locked) await this.flush();
-    this.closed = true;
-    this.schedule();
-    this.syncStream();
-    this.wake.splice(0).forEach((w) => w());
-    await this.running;
+    if (this.state) this.life.terminate(Date.now());
+    if (!this.sync.locked) await this.flush();
+    this.sync.close();
+    this.delivery.wakeAll();
+    await this.delivery.current;
   }
 
   // ---- helpers ----
-
-  private get requestTimeoutMs(): number {
-    return this.o.timing?.requestTimeoutMs ?? K.REQUEST_TIMEOUT_MS;
-  }
 
   private userKey(): string {
     return this.state?.userId ?? this.state?.anonId ?? '';
   }
 
-  private deviceAttributes(): Record<string, unknown> {
+  /** Targeting attributes (flags and experiments alike): `traits.x`, `device.x`, or a bare name (traits first). */
+  private lookup(): (a: string) => unknown {
+    const { traits, userId, anonId } = this.state;
     const d = this.o.device;
-    return {
+    const device: Props = {
       platform: d.platform,
       os: d.os,
       app_version: d.appVersion,
@@ -597,9 +479,17 @@ export class Client {
       country: d.country,
       framework: d.framework ?? 'native',
       sdk_version: K.SDK_VERSION,
-      user_id: this.state.userId,
-      anon_id: this.state.anonId,
+      user_id: userId,
+      anon_id: anonId,
     };
+    return (a) =>
+      a.startsWith('traits.')
+        ? traits[a.slice(7)]
+        : a.startsWith('device.')
+          ? device[a.slice(7)]
+          : a in traits
+            ? traits[a]
+            : device[a];
   }
 
   private call(
@@ -623,20 +513,6 @@ export class Client {
     const run = this.stateWrite.then(write, write);
     this.stateWrite = run.catch(() => undefined);
     return run;
-  }
-
-  /** A wait that shutdown cuts short. */
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.wake = this.wake.filter((w) => w !== done);
-        resolve();
-      };
-      // Not unref'd: a Node script awaiting flush() must not exit in the middle of a retry wait.
-      const t = setTimeout(done, ms);
-      this.wake.push(done);
-    });
   }
 
   private report(code: string, message: string, detail?: unknown): void {

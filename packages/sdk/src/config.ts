@@ -1,4 +1,6 @@
+import { SDK_VERSION } from './constants.js';
 import type { HttpAnswer } from './http.js';
+import { compareVersions } from './rules.js';
 import type { Storage } from './storage.js';
 
 /** The config bundle: the config-bundle answer's `data`, and the shape of `service-config.json`. */
@@ -10,6 +12,7 @@ export interface Bundle {
   content: {
     remote_config?: Record<string, unknown>;
     feature_flags?: Record<string, FlagDefinition>;
+    experiments?: Record<string, import('./experiments.js').ExperimentDefinition>;
     [key: string]: unknown;
   };
 }
@@ -23,29 +26,36 @@ export type Get = (path: string, headers: Record<string, string>, timeoutMs: num
 
 const BUNDLE_PATH = '/api/v1/sdk/config-bundle';
 
+/** False when the bundle asks for a newer SDK than this one (`sdk_min_version`). */
+const fits = (b: Bundle) => !b.sdk_min_version || compareVersions(SDK_VERSION, b.sdk_min_version) >= 0;
+
 /**
  * Resolves the config: remote, then the cached copy, then the bundled file (of cache and bundled
  * file, the higher `bundle_version`, so an app update that ships a newer file wins over an old
  * cache). A downloaded bundle becomes the cache. `checkForUpdate` asks the version endpoint and
  * downloads only when `bundle_version` grew; a config stream can call it on every change notice.
+ * A bundle whose `sdk_min_version` is above this SDK's version is not applied (reported once).
  */
 export class ConfigStore {
   bundle: Bundle | null = null;
   private etag: string | null = null;
   private versionEtag: string | null = null;
+  /** The newest bundle_version refused for its sdk_min_version: not downloaded again. */
+  private refused = -1;
 
   constructor(
     private storage: Storage,
     private key: string,
     private get: Get,
     private bundled: Bundle | undefined,
+    private tooNew: (b: Bundle) => void,
   ) {}
 
   async load(): Promise<void> {
     const text = await this.storage.getItem(this.key);
     const cached = text ? (JSON.parse(text) as { bundle: Bundle; etag: string | null }) : null;
     const b = this.bundled;
-    if (cached && (!b || cached.bundle.bundle_version >= b.bundle_version)) {
+    if (cached && fits(cached.bundle) && (!b || cached.bundle.bundle_version >= b.bundle_version)) {
       this.bundle = cached.bundle;
       this.etag = cached.etag;
     } else this.bundle = b ?? null;
@@ -57,6 +67,11 @@ export class ConfigStore {
     if (r.status !== 200 || !r.body?.data?.content || !(await accept)) return;
     const bundle = r.body.data as Bundle;
     if (this.bundle && bundle.bundle_version < this.bundle.bundle_version) return;
+    if (!fits(bundle)) {
+      if (this.refused < 0) this.tooNew(bundle);
+      this.refused = Math.max(this.refused, bundle.bundle_version);
+      return;
+    }
     this.bundle = bundle;
     this.etag = r.header('etag');
     await this.storage.setItem(this.key, JSON.stringify({ bundle, etag: this.etag }));
@@ -71,7 +86,8 @@ export class ConfigStore {
     );
     if (r.status !== 200 || typeof r.body?.data?.bundle_version !== 'number') return false;
     this.versionEtag = r.header('etag');
-    if (this.bundle && r.body.data.bundle_version <= this.bundle.bundle_version) return false;
+    const v = r.body.data.bundle_version;
+    if ((this.bundle && v <= this.bundle.bundle_version) || v <= this.refused) return false;
     const before = this.bundle?.bundle_version;
     await this.download(timeoutMs);
     return this.bundle?.bundle_version !== before;

@@ -1,6 +1,13 @@
+export type { Purchase, PurchaseKind } from './auto-events.js';
 export { Client, createClient, type ClientOptions, type DeviceInfo, type SdkError } from './client.js';
 export type { Bundle, FlagDefinition } from './config.js';
 export { SDK_VERSION } from './constants.js';
+export {
+  assignVariant,
+  type ExperimentDefinition,
+  type ExperimentResult,
+  type ExperimentVariant,
+} from './experiments.js';
 export type { FetchLike } from './http.js';
 export { bucketOf, murmur3 } from './murmur.js';
 export { OPERATORS, validateRules, type Operator, type Rule, type RuleProblem } from './rules.js';

@@ -1,0 +1,33 @@
+// The SDK's bundle sizes, as an app's bundler would ship them: esbuild, ESM, es2020, minified,
+// then gzip -9. `node scripts/sdk-size.mjs` prints the core (index) and each platform entry.
+// Used by bench/sdk.ts and test/sdk-size.test.ts (the core stays under 10 KB).
+import { build } from 'esbuild';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+export const SDK_SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'packages', 'sdk', 'src');
+export const CORE_LIMIT_GZ = 10 * 1024;
+export const ENTRIES = ['index.ts', 'browser.ts', 'react-native.ts', 'rules.ts'];
+
+/** { min, gz } bytes of one entry bundled with what it imports. */
+export async function sdkSize(entry, src = SDK_SRC) {
+  const r = await build({
+    entryPoints: [path.join(src, entry)],
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    target: 'es2020',
+    write: false,
+    logLevel: 'silent',
+  });
+  const b = r.outputFiles[0].contents;
+  return { min: b.length, gz: gzipSync(b, { level: 9 }).length };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  for (const e of ENTRIES) {
+    const s = await sdkSize(e);
+    console.log(`${e.padEnd(16)} ${(s.gz / 1024).toFixed(2)} KB min+gzip (${(s.min / 1024).toFixed(1)} KB minified)`);
+  }
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM } from './helpers/browser.js';
+import { client, createTenant, type Client, type Tenant } from './helpers/client.js';
+import { startSdkPage } from './helpers/sdk-page.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+// The browser entry (@mobile-sdk-backend/sdk/browser, built) in Chromium, on its own origin,
+// against the real service (CORS allows the page's origin); what arrived is read back through
+// the export API.
+let page0: Awaited<ReturnType<typeof startSdkPage>>;
+let server: TestServer;
+let c: Client;
+let t: Tenant;
+let browser: Browser;
+
+interface Stored {
+  event_name: string;
+  context: { session_id: string; client_seq: number };
+  properties: Record<string, unknown>;
+}
+declare const sdk: import('../packages/sdk/src/index.js').Client;
+declare const sdkReady: Promise<string>;
+
+describe('sdk browser entry (Chromium)', () => {
+  before(async () => {
+    page0 = await startSdkPage();
+    [server, browser] = await Promise.all([
+      startTestServer({ CORS_ORIGINS: page0.url }),
+      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+    ]);
+    c = client(server.url);
+    t = await createTenant(c);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await page0?.close();
+  });
+
+  async function open(): Promise<{ page: Page; anon: string }> {
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${page0.url}/?key=${t.live.public_key}&api=${encodeURIComponent(server.url)}`);
+    const anon = await page.evaluate(() => sdkReady);
+    return { page, anon };
+  }
+
+  /** The device's stored events in client_seq order, once `done` says they are all there (10 s at most). */
+  async function stored(anon: string, done: (e: Stored[]) => boolean): Promise<Stored[]> {
+    const q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
+    const end = Date.now() + 10_000;
+    for (;;) {
+      const r = await c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': t.live.public_key });
+      assert.equal(r.status, 200, r.text);
+      const mine = (r.body.data as (Stored & { user: { anon_id: string } })[])
+        .filter((e) => e.user.anon_id === anon)
+        .sort((a, b) => a.context.client_seq - b.context.client_seq);
+      if (done(mine) || Date.now() > end) return mine;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it('a page closed right after track() still delivers the event (pagehide flush, keepalive)', async () => {
+    const { page, anon } = await open();
+    await page.evaluate(() => void sdk.track('last_tap', { n: 1 }));
+    // As a user closing the tab: the page's unload steps run (Playwright's default close skips them).
+    await page.close({ runBeforeUnload: true });
+    const events = await stored(anon, (e) => e.some((x) => x.event_name === 'last_tap'));
+    assert.deepEqual(
+      events.map((e) => e.event_name),
+      ['app_open', 'session_start', 'last_tap', 'session_end'],
+    );
+    assert.equal(new Set(events.map((e) => e.context.session_id)).size, 1);
+  });
+
+  it('hidden then pagehide: one session_end and one flush; visible again: a new session', async () => {
+    const { page, anon } = await open();
+    const posts: number[] = [];
+    page.on('request', (r) => r.url().endsWith('/api/v1/ingest/events') && r.method() === 'POST' && posts.push(1));
+    // Chromium has no switch for a page's visibility: the events are dispatched as the browser would.
+    await page.evaluate(`
+      window.setVisibility = (v) => {
+        Object.defineProperty(document, 'visibilityState', { value: v, configurable: true });
+        document.dispatchEvent(new Event('visibilitychange', { bubbles: true }));
+      };
+      void sdk.track('before_hide');
+      setVisibility('hidden');
+      window.dispatchEvent(new PageTransitionEvent('pagehide', { persisted: true }));
+    `);
+    const hidden = await stored(anon, (e) => e.some((x) => x.event_name === 'session_end'));
+    assert.deepEqual(
+      hidden.map((e) => e.event_name),
+      ['app_open', 'session_start', 'before_hide', 'session_end'],
+    );
+    await page.evaluate(`(async () => {
+      setVisibility('visible');
+      await sdk.track('back');
+      await sdk.flush();
+    })()`);
+    const all = await stored(anon, (e) => e.some((x) => x.event_name === 'back'));
+    assert.deepEqual(all.map((e) => e.event_name).slice(4), ['session_start', 'back']);
+    assert.notEqual(all[4].context.session_id, all[3].context.session_id);
+    assert.equal(posts.length, 2, 'one upload when hidden (the pagehide after it changed nothing), one for the rest');
+    await page.close();
+  });
+
+  it('a large queue leaves in keepalive batches under 60 KB', async () => {
+    const { page, anon } = await open();
+    const sizes: number[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/api/v1/ingest/events')) sizes.push(Buffer.byteLength(r.postData() ?? ''));
+    });
+    await page.evaluate(async () => {
+      const text = 'x'.repeat(2000);
+      for (let i = 0; i < 100; i++) await sdk.track('big', { i, text });
+      await sdk.setForeground(false);
+    });
+    const events = await stored(anon, (e) => e.filter((x) => x.event_name === 'big').length === 100);
+    assert.equal(events.filter((e) => e.event_name === 'big').length, 100);
+    assert.ok(sizes.length >= 4, `${sizes.length} uploads`);
+    for (const s of sizes) assert.ok(s < 60_000, `a batch of ${s} bytes`);
+    await page.close();
+  });
+});
