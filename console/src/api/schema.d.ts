@@ -8037,6 +8037,1197 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/experiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List experiments, newest first (viewer+) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    offset?: number;
+                    status?: "draft" | "running" | "stopped" | "shipped";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                key: string;
+                                name: string;
+                                hypothesis: string | null;
+                                /** @description The first is the control; frozen once started */
+                                variants: {
+                                    key: string;
+                                    /** @description Percent of the covered units; weights sum to 100 */
+                                    weight: number;
+                                    /** @description What getExperiment returns for this variant (free-form JSON) */
+                                    value: unknown;
+                                }[];
+                                /** @description Percent of units in the experiment (default 100); may only grow once started */
+                                coverage_pct: number;
+                                targeting: {
+                                    /** @description The feature-flag rule language (packages/sdk README); all must match */
+                                    rules: unknown[];
+                                } | null;
+                                /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                                primary_metric: string;
+                                secondary_metrics: string[];
+                                guardrail_metrics: string[];
+                                /** @description Default 14 */
+                                attribution_days: number;
+                                /** @description N* of the always-valid interval (default 5000) */
+                                sequential_tuning: number;
+                                status: "draft" | "running" | "stopped" | "shipped";
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                stopped_at: string | null;
+                                /** Format: date-time */
+                                shipped_at: string | null;
+                                shipped_variant: string | null;
+                                created_by: string | null;
+                                updated_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description The bundle version this change produced */
+                                bundle_version?: number;
+                            }[];
+                            meta: {
+                                total: number;
+                                limit: number;
+                                offset: number;
+                                hasMore: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Create a draft experiment (member+) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Unique per app; the experimentId of bucketing */
+                        key: string;
+                        name: string;
+                        hypothesis?: string | null;
+                        /** @description The first is the control; frozen once started */
+                        variants: {
+                            key: string;
+                            /** @description Percent of the covered units; weights sum to 100 */
+                            weight: number;
+                            /** @description What getExperiment returns for this variant (free-form JSON) */
+                            value: unknown;
+                        }[];
+                        /** @description Percent of units in the experiment (default 100); may only grow once started */
+                        coverage_pct?: number;
+                        targeting?: {
+                            /** @description The feature-flag rule language (packages/sdk README); all must match */
+                            rules: unknown[];
+                        } | null;
+                        /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                        primary_metric: string;
+                        secondary_metrics?: string[];
+                        guardrail_metrics?: string[];
+                        /** @description Default 14 */
+                        attribution_days?: number;
+                        /** @description N* of the always-valid interval (default 5000) */
+                        sequential_tuning?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                key: string;
+                                name: string;
+                                hypothesis: string | null;
+                                /** @description The first is the control; frozen once started */
+                                variants: {
+                                    key: string;
+                                    /** @description Percent of the covered units; weights sum to 100 */
+                                    weight: number;
+                                    /** @description What getExperiment returns for this variant (free-form JSON) */
+                                    value: unknown;
+                                }[];
+                                /** @description Percent of units in the experiment (default 100); may only grow once started */
+                                coverage_pct: number;
+                                targeting: {
+                                    /** @description The feature-flag rule language (packages/sdk README); all must match */
+                                    rules: unknown[];
+                                } | null;
+                                /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                                primary_metric: string;
+                                secondary_metrics: string[];
+                                guardrail_metrics: string[];
+                                /** @description Default 14 */
+                                attribution_days: number;
+                                /** @description N* of the always-valid interval (default 5000) */
+                                sequential_tuning: number;
+                                status: "draft" | "running" | "stopped" | "shipped";
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                stopped_at: string | null;
+                                /** Format: date-time */
+                                shipped_at: string | null;
+                                shipped_variant: string | null;
+                                created_by: string | null;
+                                updated_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description The bundle version this change produced */
+                                bundle_version?: number;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/experiments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one experiment (viewer+) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                key: string;
+                                name: string;
+                                hypothesis: string | null;
+                                /** @description The first is the control; frozen once started */
+                                variants: {
+                                    key: string;
+                                    /** @description Percent of the covered units; weights sum to 100 */
+                                    weight: number;
+                                    /** @description What getExperiment returns for this variant (free-form JSON) */
+                                    value: unknown;
+                                }[];
+                                /** @description Percent of units in the experiment (default 100); may only grow once started */
+                                coverage_pct: number;
+                                targeting: {
+                                    /** @description The feature-flag rule language (packages/sdk README); all must match */
+                                    rules: unknown[];
+                                } | null;
+                                /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                                primary_metric: string;
+                                secondary_metrics: string[];
+                                guardrail_metrics: string[];
+                                /** @description Default 14 */
+                                attribution_days: number;
+                                /** @description N* of the always-valid interval (default 5000) */
+                                sequential_tuning: number;
+                                status: "draft" | "running" | "stopped" | "shipped";
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                stopped_at: string | null;
+                                /** Format: date-time */
+                                shipped_at: string | null;
+                                shipped_variant: string | null;
+                                created_by: string | null;
+                                updated_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description The bundle version this change produced */
+                                bundle_version?: number;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Delete (member+ for drafts; admin+ once started, which makes a new bundle version) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                deleted: boolean;
+                                bundle_version?: number;
+                            };
+                            bundle_version?: number;
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Edit (member+ for drafts; admin+ once started: name, hypothesis, targeting, sequential_tuning, a growing coverage) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Unique per app; the experimentId of bucketing */
+                        key?: string;
+                        name?: string;
+                        hypothesis?: string | null;
+                        /** @description The first is the control; frozen once started */
+                        variants?: {
+                            key: string;
+                            /** @description Percent of the covered units; weights sum to 100 */
+                            weight: number;
+                            /** @description What getExperiment returns for this variant (free-form JSON) */
+                            value: unknown;
+                        }[];
+                        /** @description Percent of units in the experiment (default 100); may only grow once started */
+                        coverage_pct?: number;
+                        targeting?: {
+                            /** @description The feature-flag rule language (packages/sdk README); all must match */
+                            rules: unknown[];
+                        } | null;
+                        /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                        primary_metric?: string;
+                        secondary_metrics?: string[];
+                        guardrail_metrics?: string[];
+                        /** @description Default 14 */
+                        attribution_days?: number;
+                        /** @description N* of the always-valid interval (default 5000) */
+                        sequential_tuning?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                key: string;
+                                name: string;
+                                hypothesis: string | null;
+                                /** @description The first is the control; frozen once started */
+                                variants: {
+                                    key: string;
+                                    /** @description Percent of the covered units; weights sum to 100 */
+                                    weight: number;
+                                    /** @description What getExperiment returns for this variant (free-form JSON) */
+                                    value: unknown;
+                                }[];
+                                /** @description Percent of units in the experiment (default 100); may only grow once started */
+                                coverage_pct: number;
+                                targeting: {
+                                    /** @description The feature-flag rule language (packages/sdk README); all must match */
+                                    rules: unknown[];
+                                } | null;
+                                /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                                primary_metric: string;
+                                secondary_metrics: string[];
+                                guardrail_metrics: string[];
+                                /** @description Default 14 */
+                                attribution_days: number;
+                                /** @description N* of the always-valid interval (default 5000) */
+                                sequential_tuning: number;
+                                status: "draft" | "running" | "stopped" | "shipped";
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                stopped_at: string | null;
+                                /** Format: date-time */
+                                shipped_at: string | null;
+                                shipped_variant: string | null;
+                                created_by: string | null;
+                                updated_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description The bundle version this change produced */
+                                bundle_version?: number;
+                            };
+                            /** @description The bundle version this change produced, if any */
+                            bundle_version?: number;
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/v1/experiments/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a draft (admin+); answers once the bundle holds it */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                key: string;
+                                name: string;
+                                hypothesis: string | null;
+                                /** @description The first is the control; frozen once started */
+                                variants: {
+                                    key: string;
+                                    /** @description Percent of the covered units; weights sum to 100 */
+                                    weight: number;
+                                    /** @description What getExperiment returns for this variant (free-form JSON) */
+                                    value: unknown;
+                                }[];
+                                /** @description Percent of units in the experiment (default 100); may only grow once started */
+                                coverage_pct: number;
+                                targeting: {
+                                    /** @description The feature-flag rule language (packages/sdk README); all must match */
+                                    rules: unknown[];
+                                } | null;
+                                /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                                primary_metric: string;
+                                secondary_metrics: string[];
+                                guardrail_metrics: string[];
+                                /** @description Default 14 */
+                                attribution_days: number;
+                                /** @description N* of the always-valid interval (default 5000) */
+                                sequential_tuning: number;
+                                status: "draft" | "running" | "stopped" | "shipped";
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                stopped_at: string | null;
+                                /** Format: date-time */
+                                shipped_at: string | null;
+                                shipped_variant: string | null;
+                                created_by: string | null;
+                                updated_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description The bundle version this change produced */
+                                bundle_version?: number;
+                            };
+                            /** @description The bundle version this change produced, if any */
+                            bundle_version?: number;
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/experiments/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop a running experiment (admin+); answers once the bundle holds it */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                key: string;
+                                name: string;
+                                hypothesis: string | null;
+                                /** @description The first is the control; frozen once started */
+                                variants: {
+                                    key: string;
+                                    /** @description Percent of the covered units; weights sum to 100 */
+                                    weight: number;
+                                    /** @description What getExperiment returns for this variant (free-form JSON) */
+                                    value: unknown;
+                                }[];
+                                /** @description Percent of units in the experiment (default 100); may only grow once started */
+                                coverage_pct: number;
+                                targeting: {
+                                    /** @description The feature-flag rule language (packages/sdk README); all must match */
+                                    rules: unknown[];
+                                } | null;
+                                /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                                primary_metric: string;
+                                secondary_metrics: string[];
+                                guardrail_metrics: string[];
+                                /** @description Default 14 */
+                                attribution_days: number;
+                                /** @description N* of the always-valid interval (default 5000) */
+                                sequential_tuning: number;
+                                status: "draft" | "running" | "stopped" | "shipped";
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                stopped_at: string | null;
+                                /** Format: date-time */
+                                shipped_at: string | null;
+                                shipped_variant: string | null;
+                                created_by: string | null;
+                                updated_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description The bundle version this change produced */
+                                bundle_version?: number;
+                            };
+                            /** @description The bundle version this change produced, if any */
+                            bundle_version?: number;
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/experiments/{id}/ship": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ship a variant to everyone (admin+); 409 srm_detected while the production split is off, unless acknowledge_srm */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        variant: string;
+                        /** @description Ship even though the sample ratio mismatch test fails */
+                        acknowledge_srm?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                id: string;
+                                key: string;
+                                name: string;
+                                hypothesis: string | null;
+                                /** @description The first is the control; frozen once started */
+                                variants: {
+                                    key: string;
+                                    /** @description Percent of the covered units; weights sum to 100 */
+                                    weight: number;
+                                    /** @description What getExperiment returns for this variant (free-form JSON) */
+                                    value: unknown;
+                                }[];
+                                /** @description Percent of units in the experiment (default 100); may only grow once started */
+                                coverage_pct: number;
+                                targeting: {
+                                    /** @description The feature-flag rule language (packages/sdk README); all must match */
+                                    rules: unknown[];
+                                } | null;
+                                /** @description trial_started, paid_conversion, revenue, onboarding_completed, refund_rate or event:<event_name> */
+                                primary_metric: string;
+                                secondary_metrics: string[];
+                                guardrail_metrics: string[];
+                                /** @description Default 14 */
+                                attribution_days: number;
+                                /** @description N* of the always-valid interval (default 5000) */
+                                sequential_tuning: number;
+                                status: "draft" | "running" | "stopped" | "shipped";
+                                /** Format: date-time */
+                                started_at: string | null;
+                                /** Format: date-time */
+                                stopped_at: string | null;
+                                /** Format: date-time */
+                                shipped_at: string | null;
+                                shipped_variant: string | null;
+                                created_by: string | null;
+                                updated_by: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                /** @description The bundle version this change produced */
+                                bundle_version?: number;
+                            };
+                            /** @description The bundle version this change produced, if any */
+                            bundle_version?: number;
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/experiments/{id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Results per variant and metric, with health checks (viewer+); reads the folded state */
+        get: {
+            parameters: {
+                query?: {
+                    environment?: "production" | "sandbox";
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                experiment_id: string;
+                                key: string;
+                                status: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When the experiment fold last ran
+                                 */
+                                as_of: string | null;
+                                variants: {
+                                    key: string;
+                                    weight: number;
+                                    /** @description Devices analysed */
+                                    devices: number;
+                                }[];
+                                health: {
+                                    srm: {
+                                        chi2: number | null;
+                                        p_value: number | null;
+                                        flagged: boolean;
+                                    };
+                                    multiple_variant_devices: number;
+                                    assignment_mismatches: number;
+                                };
+                                metrics: {
+                                    metric: string;
+                                    kind: "proportion" | "mean" | "ratio";
+                                    role: "primary" | "secondary" | "guardrail";
+                                    variants: {
+                                        key: string;
+                                        n: number;
+                                        sum: number;
+                                        sum_squares: number;
+                                        mean: number | null;
+                                        variance: number | null;
+                                        denominator_sum?: number;
+                                        denominator_sum_squares?: number;
+                                        sum_products?: number;
+                                    }[];
+                                    comparisons: {
+                                        variant: string;
+                                        baseline: string;
+                                        absolute: {
+                                            estimate: number | null;
+                                            /** @description [low, high] */
+                                            ci_95: number[] | null;
+                                            p_value: number | null;
+                                        };
+                                        relative: {
+                                            estimate: number | null;
+                                            /** @description [low, high] */
+                                            ci_95: number[] | null;
+                                        };
+                                        sequential: {
+                                            /** @description [low, high] */
+                                            ci_95: number[] | null;
+                                        };
+                                    }[];
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/experiments/fold": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run one experiment fold now (operators, tests) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                folded: number;
+                                watermark: number;
+                            };
+                        };
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/ad-network/connection/start": {
         parameters: {
             query?: never;
@@ -8681,6 +9872,24 @@ export interface paths {
                         "application/json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         /** Refused: the ad network has no webhooks */
@@ -8695,6 +9904,24 @@ export interface paths {
             responses: {
                 /** @description RFC 9457 problem details */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8723,6 +9950,24 @@ export interface paths {
                         "application/json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
             };
         };
         /** Refused: the ad network has no webhooks */
@@ -8737,6 +9982,24 @@ export interface paths {
             responses: {
                 /** @description RFC 9457 problem details */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8760,6 +10023,24 @@ export interface paths {
             responses: {
                 /** @description RFC 9457 problem details */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description RFC 9457 problem details */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };

@@ -26,14 +26,16 @@ function valueOf(v: VariantDraft): unknown {
 
 const blank = (key: string): VariantDraft => ({ key, weight: 50, kind: 'paywall', ref: '', json: {} });
 
-/** The published items of one content kind, for a variant's value. */
+/** The published items of one content kind (id and name), for a variant's value. */
 function usePublished(kind: 'paywalls' | 'onboarding-flows') {
+  const query = { params: { query: { status: 'published' as const, limit: 100 } } };
   return useQuery({
     queryKey: useScopeKey('published', kind),
-    queryFn: () =>
-      kind === 'paywalls'
-        ? unwrap(api.GET('/api/v1/paywalls', { params: { query: { status: 'published', limit: 100 } } }))
-        : unwrap(api.GET('/api/v1/onboarding-flows', { params: { query: { status: 'published', limit: 100 } } })),
+    queryFn: async (): Promise<{ id: string; name: string }[]> =>
+      (kind === 'paywalls'
+        ? (await unwrap(api.GET('/api/v1/paywalls', query))).data
+        : (await unwrap(api.GET('/api/v1/onboarding-flows', query))).data
+      ).map((i) => ({ id: i.id, name: i.name })),
   });
 }
 
@@ -66,7 +68,7 @@ export function ExperimentForm({ onDone }: { onDone(id?: string): void }) {
   const edit = (i: number, patch: Partial<VariantDraft>) =>
     setVariants(variants.map((v, j) => (j === i ? { ...v, ...patch } : v)));
   const onSubmit = (e: FormEvent) => (e.preventDefault(), create.mutate());
-  const options = (k: Kind) => (k === 'paywall' ? paywalls.data?.data : flows.data?.data) ?? [];
+  const options = (k: Kind) => (k === 'paywall' ? paywalls.data : flows.data) ?? [];
   return (
     <form className="tile stack" aria-label="New experiment" onSubmit={onSubmit}>
       <div className="row">

@@ -4,7 +4,7 @@ import { Tile } from '../components/tile';
 import { useScopeKey, useWorkspace } from '../session';
 import type { Experiment } from './experiment-ship';
 
-type Interval = [number, number] | null | undefined;
+type Interval = number[] | null | undefined;
 
 const fmt = (x: number | null | undefined, digits = 4) =>
   x === null || x === undefined ? '—' : Number(x.toPrecision(digits)).toString();

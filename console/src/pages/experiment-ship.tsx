@@ -2,9 +2,10 @@ import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ApiError, unwrap } from '../api/client';
 import { Problem } from '../components/problem';
-import type { Schemas } from '../session';
+import type { paths } from '../api/schema';
 
-export type Experiment = Schemas['Experiment'];
+type Read = paths['/api/v1/experiments/{id}']['get']['responses'][200]['content']['application/json'];
+export type Experiment = Read['data'];
 
 /** What a variant's value gives devices, in words: the paywall or flow it names, or its JSON. */
 export function describeValue(value: unknown): string {
