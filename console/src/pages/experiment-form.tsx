@@ -118,7 +118,11 @@ export function ExperimentForm({ onDone }: { onDone(id?: string): void }) {
             </label>
             <label>
               Value
-              <select value={v.kind} onChange={(e) => edit(i, { kind: e.target.value as Kind, ref: '' })}>
+              <select
+                aria-label="Value"
+                value={v.kind}
+                onChange={(e) => edit(i, { kind: e.target.value as Kind, ref: '' })}
+              >
                 <option value="paywall">a published paywall</option>
                 <option value="flow">a published onboarding flow</option>
                 <option value="json">remote-config JSON</option>
@@ -127,7 +131,11 @@ export function ExperimentForm({ onDone }: { onDone(id?: string): void }) {
             {v.kind !== 'json' && (
               <label>
                 {v.kind === 'paywall' ? 'Paywall' : 'Flow'}
-                <select value={v.ref} onChange={(e) => edit(i, { ref: e.target.value })}>
+                <select
+                  aria-label={v.kind === 'paywall' ? 'Paywall' : 'Flow'}
+                  value={v.ref}
+                  onChange={(e) => edit(i, { ref: e.target.value })}
+                >
                   <option value="">choose…</option>
                   {options(v.kind).map((c) => (
                     <option key={c.id} value={c.id}>
@@ -146,7 +154,11 @@ export function ExperimentForm({ onDone }: { onDone(id?: string): void }) {
       ))}
       <FieldError error={create.error} fields={['variants']} />
       <div className="row">
-        <button type="button" className="secondary" onClick={() => setVariants([...variants, blank(`v${variants.length}`)])}>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => setVariants([...variants, blank(`v${variants.length}`)])}
+        >
           Add variant
         </button>
         <button type="submit" disabled={create.isPending}>

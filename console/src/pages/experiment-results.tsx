@@ -45,7 +45,16 @@ export function ExperimentResults({ experiment }: { experiment: Experiment }) {
       ),
   });
   return (
-    <Tile title="Results" query={results} asOf={(r) => r.data.as_of}>
+    <Tile
+      title="Results"
+      query={results}
+      asOf={(r) => r.data.as_of}
+      actions={
+        <button type="button" className="secondary" onClick={() => void results.refetch()}>
+          Refresh
+        </button>
+      }
+    >
       {({ data: r }) => {
         const { srm } = r.health;
         return (
@@ -81,7 +90,9 @@ export function ExperimentResults({ experiment }: { experiment: Experiment }) {
             {r.metrics.map((m) => {
               const extent =
                 Math.max(
-                  ...m.comparisons.flatMap((c) => [...(c.absolute.ci_95 ?? []), ...(c.sequential.ci_95 ?? [])].map(Math.abs)),
+                  ...m.comparisons.flatMap((c) =>
+                    [...(c.absolute.ci_95 ?? []), ...(c.sequential.ci_95 ?? [])].map(Math.abs),
+                  ),
                   1e-9,
                 ) * 1.05;
               return (
