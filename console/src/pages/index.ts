@@ -52,6 +52,7 @@ export const PAGES: PageDef[] = [
   page('/settings', 'Settings', () => import('./settings')),
   page('/content', 'Content', () => import('./content')),
   page('/releases', 'Releases', () => import('./releases')),
+  page('/experiments', 'Experiments', () => import('./experiments')),
   page('/option-sets', 'Option sets', () => import('./option-sets')),
   page('/webhooks', 'Webhooks', () => import('./webhooks')),
   page('/exports', 'Exports', () => import('./exports')),
