@@ -59,6 +59,13 @@ const READY: Record<string, (page: Page, scanAs: (where: string) => Promise<void
     await page.getByRole('alertdialog').waitFor({ state: 'detached' });
   },
   Members: (page) => page.getByRole('row', { name: /member-/ }).waitFor(),
+  Experiments: async (page, scanAs) => {
+    await page.getByRole('region', { name: 'All experiments' }).getByText('No experiment yet.').waitFor();
+    await page.getByRole('button', { name: 'New experiment' }).click();
+    await page.getByRole('form', { name: 'New experiment' }).waitFor();
+    await scanAs('Experiments, the draft form');
+  },
+  Privacy: (page) => page.getByRole('region', { name: 'Deletion requests' }).getByText('No deletion request yet.').waitFor(),
   Settings: (page) => page.getByRole('button', { name: 'Save settings' }).waitFor(),
   Content: async (page, scanAs) => {
     const kinds = [

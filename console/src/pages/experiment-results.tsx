@@ -48,7 +48,7 @@ export function ExperimentResults({ experiment }: { experiment: Experiment }) {
     <Tile
       title="Results"
       query={results}
-      asOf={(r) => r.data.as_of}
+      asOf={(r) => ({ date: r.data.as_of?.slice(0, 10) ?? null, at: r.data.as_of })}
       actions={
         <button type="button" className="secondary" onClick={() => void results.refetch()}>
           Refresh
