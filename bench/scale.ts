@@ -280,8 +280,9 @@ const globalUs = await perCallUs(decide(globalLimiter));
 await globalLimiter.close();
 const metrics = createMetrics({ db: micro, store: createMetricsStore(micro), onError: () => undefined });
 const outcome = { accepted: BATCH, rejected: 0, sampled: 0, consent_declined: 0 };
+const ingestSeries = metrics.httpRoute('/api/v1/ingest/events');
 const metricsUs = await perCallUs(() => {
-  metrics.observeHttp('POST', '/api/v1/ingest/events', 202, 0.004);
+  ingestSeries.observe('POST', 202, 0.004);
   metrics.countIngest(outcome);
 });
 await micro.end();
