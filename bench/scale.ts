@@ -16,12 +16,7 @@ import { parseArgs } from 'node:util';
 import pgClient from 'pg';
 import { startEmbeddedDb } from '../src/db/embedded.js';
 import { createPool } from '../src/db/pool.js';
-import {
-  createGlobalLimiter,
-  createSlidingWindowLimiter,
-  RESERVATION_SHARE,
-  type RateLimiter,
-} from '../src/http/rate-limit.js';
+import { chunkOf, createGlobalLimiter, createSlidingWindowLimiter, type RateLimiter } from '../src/http/rate-limit.js';
 import { createLimitStore } from '../src/http/rate-limit-store.js';
 import { createMetrics } from '../src/modules/metrics/metrics.js';
 import { createMetricsStore } from '../src/modules/metrics/store.js';
@@ -250,11 +245,13 @@ for (const u of setups) for (const a of u.apis) await stopApi(a);
 
 const rows: string[] = [];
 const figures: Record<string, Load> = {};
+const boots: Load[] = [];
 for (const [i, u] of setups.entries()) {
   const version = avg(results[i].version!);
   const ingest = avg(results[i].ingest!);
   const boot = avg(results[i].boot!);
   figures[u.s.name] = ingest;
+  boots.push(boot);
   rows.push(
     `| ${u.s.name} | ${Math.round(version.rps)} | ${Math.round(ingest.rps * BATCH)} | ${ingest.p99} | ${ingest.apiCores.toFixed(2)} / ${ingest.dbCores.toFixed(2)} | ${usPerEvent(ingest.apiCores, ingest)} / ${usPerEvent(ingest.dbCores, ingest)} | ${Math.round(boot.rps)} (${boot.ok} ok, ${boot.limited} limited) | ${version.other + ingest.other + boot.other} |`,
   );
@@ -311,10 +308,11 @@ ${connections} connections spread over the scenario's APIs; rates are averaged o
 |---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
+Bootstrap with global limits and metrics on one instance: ${((100 * boots[1].rps) / boots[0].rps).toFixed(0)}% of the baseline's requests/s (B / A; target >= 80%).
 Global limits and metrics on one instance keep ${((100 * figures[scenarios[1].name].rps) / base.rps).toFixed(0)}% of the baseline's ingestion throughput (B / A);
 API CPU per event B / A: ${((100 * Number(usPerEvent(figures[scenarios[1].name].apiCores, figures[scenarios[1].name]))) / Number(usPerEvent(base.apiCores, base))).toFixed(0)}%.
 Alone (${CALLS} calls each, in the bench process): a limiter decision for a ${BATCH}-event batch costs ${localUs.toFixed(2)} µs per-process and
-${globalUs.toFixed(2)} µs global (a reservation every ${Math.round((1e9 * RESERVATION_SHARE) / BATCH)} batches included); the metrics hooks cost ${metricsUs.toFixed(2)} µs per request,
+${globalUs.toFixed(2)} µs global (a reservation every ${Math.round(chunkOf(1e9) / BATCH)} batches included); the metrics hooks cost ${metricsUs.toFixed(2)} µs per request,
 against ${usPerEvent(base.apiCores, base)} µs of API CPU per event (${(Number(usPerEvent(base.apiCores, base)) * BATCH).toFixed(0)} µs per batch) in A.
 Capacity model inputs (A): ${Math.round(perApiCore(base))} events/s per API core, ${Math.round(perDbCore(base))} events/s per database core;
 with global limits (C): ${Math.round(perApiCore(figures[scenarios[2].name]))} and ${Math.round(perDbCore(figures[scenarios[2].name]))}.
