@@ -3,7 +3,7 @@
 // route as `unmatched`, and histograms whose buckets add up to their count.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { client, createTenant, type Client, type Tenant } from './helpers/client.js';
+import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
@@ -72,6 +72,26 @@ describe('GET /metrics: HTTP series', () => {
     }
     assert.match(m, /^# TYPE http_requests_total counter$/m);
     assert.match(m, /^# TYPE http_request_duration_seconds histogram$/m);
+  });
+
+  it('ingest_events_total adds up the outcomes of the batches this test sent', async () => {
+    const key = { 'x-api-key': t.live.public_key };
+    const valid = [7, 5];
+    for (const n of valid) {
+      const batch = [...Array.from({ length: n }, () => makeEvent()), { event_name: 'broken' }];
+      const r = await c.post('/api/v1/ingest/events', { batch }, key);
+      assert.equal(r.status, 202, r.text);
+    }
+    const m = (await c.get('/metrics')).text;
+    const n = (outcome: string) => pick(m, 'ingest_events_total', { outcome }).map((s) => s.value);
+    assert.deepEqual(n('accepted'), [valid[0] + valid[1]]);
+    assert.deepEqual(n('rejected'), [valid.length]);
+    // A second scrape shows the same totals (the scrape does not add them twice).
+    const again = (await c.get('/metrics')).text;
+    assert.deepEqual(
+      pick(again, 'ingest_events_total', { outcome: 'accepted' }).map((s) => s.value),
+      [valid[0] + valid[1]],
+    );
   });
 
   it('a request takes as long as the histogram says: within what the client waited for it', async () => {

@@ -7,6 +7,7 @@ import type { MetricsStore } from './store.js';
 const JOB_SECONDS = [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
 
 export type IngestOutcome = 'accepted' | 'rejected' | 'sampled' | 'consent_declined';
+const OUTCOMES: IngestOutcome[] = ['accepted', 'rejected', 'sampled', 'consent_declined'];
 
 /**
  * The process's Prometheus registry. Counters and histograms are this process's own (sum them
@@ -28,11 +29,17 @@ export function createMetrics({
   const registers = [registry];
 
   const http = createHttpSeries(registry);
-  const ingestEvents = new Counter({
+  // Counted in plain numbers per batch, handed to prom-client at scrape time (its inc() hashes the labels).
+  const ingested: Record<IngestOutcome, number> = { accepted: 0, rejected: 0, sampled: 0, consent_declined: 0 };
+  new Counter({
     name: 'ingest_events_total',
     help: 'Ingested events by outcome (accepted counts every valid event, sampled and consent_declined are among them)',
     labelNames: ['outcome'],
     registers,
+    collect() {
+      this.reset();
+      for (const outcome of OUTCOMES) if (ingested[outcome] > 0) this.inc({ outcome }, ingested[outcome]);
+    },
   });
   const jobRuns = new Counter({
     name: 'job_runs_total',
@@ -131,8 +138,7 @@ export function createMetrics({
     /** A route pattern's request series (http_requests_total, http_request_duration_seconds): get it once per route. */
     httpRoute: http.route,
     countIngest(r: Record<IngestOutcome, number>) {
-      for (const outcome of ['accepted', 'rejected', 'sampled', 'consent_declined'] as const)
-        if (r[outcome] > 0) ingestEvents.inc({ outcome }, r[outcome]);
+      for (const outcome of OUTCOMES) if (r[outcome] > 0) ingested[outcome] += r[outcome];
     },
     /** Wraps every job handler: runs, failures and durations per job. */
     instrumentJobs(handlers: JobHandlers): JobHandlers {
