@@ -72,17 +72,26 @@ export const RESERVATION_SHARE = 0.01;
  */
 const SMALL_CHUNK = 4;
 const SMALL_CHUNK_SHARE = 0.1;
-/** After a refusal, requests wanting more than the budget then left are refused locally for this long. */
-const REFUSAL_CACHE_MS = 200;
-/** A key's unspent reservation goes back once the key has had no request here for this long. */
-const IDLE_RETURN_MS = 1000;
+/**
+ * After a refusal, requests wanting more than the budget then left are refused locally for the time
+ * the sliding window takes to free one point (window / limit), within these bounds.
+ */
+const REFUSAL_CACHE_MS = { min: 200, max: 1000 };
+/**
+ * A key's unspent reservation goes back once the key has had no request here for as long as a
+ * client at the limit's pace takes to spend a chunk (chunk x window / limit: 4 s for bootstrap's 4
+ * of 60/min), within these bounds: a key used at that pace keeps its chunk, a slower one returns it.
+ */
+const IDLE_RETURN_MS = { min: 1000, max: 4000 };
 /** How often idle and past windows' unspent reservations go back, and old windows are swept. */
 const RETURN_EVERY_MS = 250;
 /**
  * The longest an instance is refused while points sit unspent in another one: the other's idle
  * time, its return pass, then this instance's cached refusal (plus one statement's latency).
  */
-export const UNSPENT_HELD_MAX_MS = IDLE_RETURN_MS + RETURN_EVERY_MS + REFUSAL_CACHE_MS;
+export const UNSPENT_HELD_MAX_MS = IDLE_RETURN_MS.max + RETURN_EVERY_MS + REFUSAL_CACHE_MS.max;
+
+const within = (b: { min: number; max: number }, ms: number) => Math.min(b.max, Math.max(b.min, ms));
 
 /** Points one reservation asks for when a request needs fewer. */
 export function chunkOf(limit: number): number {
@@ -99,6 +108,9 @@ interface KeyState {
   left: number;
   refusedUntil: number;
   lastUse: number;
+  /** This key's IDLE_RETURN_MS and REFUSAL_CACHE_MS. */
+  idleMs: number;
+  refusalMs: number;
   reserving?: Promise<void>;
 }
 
@@ -126,7 +138,16 @@ export function createGlobalLimiter(
     if (s && s.windowStart === start) return s;
     if (windowMs > longestWindowMs) longestWindowMs = windowMs;
     if (s && s.tokens > 0) returns.push({ key, windowStart: s.windowStart, n: s.tokens });
-    s = { windowStart: start, windowMs, tokens: 0, left: limit, refusedUntil: 0, lastUse: t };
+    s = {
+      windowStart: start,
+      windowMs,
+      tokens: 0,
+      left: limit,
+      refusedUntil: 0,
+      lastUse: t,
+      idleMs: within(IDLE_RETURN_MS, (chunkOf(limit) * windowMs) / limit),
+      refusalMs: within(REFUSAL_CACHE_MS, windowMs / limit),
+    };
     states.set(key, s);
     return s;
   }
@@ -136,7 +157,7 @@ export function createGlobalLimiter(
     for (const [key, s] of states) {
       if (s.reserving) continue;
       const ended = all || t - s.windowStart >= s.windowMs;
-      if (!ended && (s.tokens === 0 || t - s.lastUse < IDLE_RETURN_MS)) continue;
+      if (!ended && (s.tokens === 0 || t - s.lastUse < s.idleMs)) continue;
       if (s.tokens > 0) returns.push({ key, windowStart: s.windowStart, n: s.tokens });
       if (ended) states.delete(key);
       else {
@@ -180,7 +201,7 @@ export function createGlobalLimiter(
           s.left = left;
           if (granted === 0) {
             refused = true;
-            s.refusedUntil = now() + REFUSAL_CACHE_MS;
+            s.refusedUntil = now() + s.refusalMs;
           }
         })
         .finally(() => {
