@@ -1,8 +1,11 @@
-// npm run bench:bundles [-- --duration 10 --connections 32 --kb 200]
+// npm run bench:bundles [-- --duration 10 --connections 32 --kb 200 --rounds 2]
 // Config-bundle reads of the real service beside a bare Fastify route answering the same bytes:
 // the version check, and a ~200 KB bundle download with and without If-None-Match. The service
-// and the baseline each run in their own process; autocannon drives both from this process.
+// and the baseline each run in their own process; autocannon drives both from this process. Two more
+// service processes on the same database, alike but for METRICS (on, off), measure the version check
+// with and without the per-request instrumentation in the same run.
 import autocannon from 'autocannon';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { client, createTenant } from '../test/helpers/client.js';
 import { machine, writeResultsSection } from './lib/results.js';
 import { cpuMs, spawnScript, spawnService } from './lib/service.js';
+import { hookCost } from './metrics-hook-cost.js';
 
 const { values } = parseArgs({
   options: {
@@ -17,8 +21,11 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '32' },
     kb: { type: 'string', default: '200' },
     role: { type: 'string', default: 'api' },
+    rounds: { type: 'string', default: '2' },
   },
 });
+/** Rounds of the version check's three-way comparison (bare, metrics on, metrics off). */
+const rounds = Number(values.rounds);
 const duration = Number(values.duration);
 const connections = Number(values.connections);
 const targetBytes = Number(values.kb) * 1024;
@@ -55,10 +62,18 @@ function layout(n: number, seed: number) {
 
 // --role api (section `bundles`) measures an API-only instance, how read traffic is served at scale (workers
 // run elsewhere); --role all (section `bundles, ROLE=all`) adds every background worker to the same process.
-const service = await spawnService({ ROLE: values.role! });
+const ENCRYPTION_KEY = randomBytes(32).toString('hex');
+const service = await spawnService({ ROLE: values.role!, ENCRYPTION_KEY });
 const tmp = mkdtempSync(path.join(tmpdir(), 'bundle-bench-'));
 let bare: Awaited<ReturnType<typeof spawnScript>> | undefined;
+let noMetrics: Awaited<ReturnType<typeof spawnService>> | undefined;
+let withMetrics: Awaited<ReturnType<typeof spawnService>> | undefined;
 try {
+  // The version check's on/off pair: two fresh API-only processes on the first one's database, alike
+  // but for METRICS (the first one carries the database and the set-up's heap, so it is not one of them).
+  const shared = { ROLE: 'api', ENCRYPTION_KEY, DATABASE_URL: service.databaseUrl };
+  withMetrics = await spawnService(shared);
+  noMetrics = await spawnService({ ...shared, METRICS: 'off' });
   const c = client(service.url);
   const t = await createTenant(c);
   const key = { 'x-api-key': t.live.public_key };
@@ -98,10 +113,11 @@ try {
     p: string,
     headers: Record<string, string>,
     expect: number,
+    warm = true,
   ) {
     const url = target.url;
     // Warm-up so both sides are measured hot (JIT, caches, connections).
-    await autocannon({ url: url + p, connections, duration: 1, headers });
+    if (warm) await autocannon({ url: url + p, connections, duration: 1, headers });
     const cpu0 = cpuMs(target.pid);
     const r = await autocannon({ url: url + p, connections, duration, headers, expectBody: undefined });
     const cpuUs = ((cpuMs(target.pid) - cpu0) * 1000) / Math.max(1, r.requests.total);
@@ -140,10 +156,31 @@ try {
     return [mean(a1, a2), mean(b1, b2)];
   }
   const kb = Math.round(bodyBytes / 1024);
-  const [bareV, svcV] = await pair(
-    () => load('bare Fastify, version bytes (baseline)', bare!, V, {}, 200),
-    () => load('service, GET /version (SDK key)', service, V, key, 200),
-  );
+  // The version check three ways, in rounds: each round runs the three in a rotated order and then
+  // in reverse (A-B-C-C-B-A), so drift in the machine's load falls on all three alike.
+  const three = [
+    { name: 'bare Fastify, version bytes (baseline)', target: bare!, headers: {} },
+    { name: 'service, GET /version (SDK key), metrics on', target: withMetrics!, headers: key },
+    { name: 'service, GET /version (SDK key), METRICS=off', target: noMetrics!, headers: key },
+  ];
+  const runs: Row[][] = three.map(() => []);
+  for (let r = 0; r < rounds; r++) {
+    const order = [0, 1, 2].map((i) => (i + r) % 3);
+    for (const i of [...order, ...order.reverse()]) {
+      const x = three[i];
+      runs[i].push(await load(x.name, x.target, V, x.headers, 200, runs[i].length === 0));
+    }
+  }
+  const meanOf = (xs: Row[]): Row => ({
+    name: xs[0].name,
+    reqPerS: xs.reduce((a, x) => a + x.reqPerS, 0) / xs.length,
+    p50: xs.reduce((a, x) => a + x.p50, 0) / xs.length,
+    p99: xs.reduce((a, x) => a + x.p99, 0) / xs.length,
+    mbPerS: xs.reduce((a, x) => a + x.mbPerS, 0) / xs.length,
+    cpuUs: xs.reduce((a, x) => a + x.cpuUs, 0) / xs.length,
+    bad: xs.reduce((a, x) => a + x.bad, 0),
+  });
+  const [bareV, svcV, offV] = runs.map(meanOf);
   const [bareB, svcB] = await pair(
     () => load(`bare Fastify, ${kb} KB bundle bytes (baseline)`, bare!, B, {}, 200),
     () => load('service, GET bundle, no If-None-Match', service, B, key, 200),
@@ -151,28 +188,44 @@ try {
   const rows = [
     bareV,
     svcV,
+    offV,
     bareB,
     svcB,
     await load('service, GET bundle, matching If-None-Match (304)', service, B, { ...key, 'if-none-match': etag }, 304),
     await load('service, GET bundle, Accept-Encoding: gzip', service, B, { ...key, 'accept-encoding': 'gzip' }, 200),
   ];
+  const hooks = await hookCost();
   const ratio = svcV.reqPerS / bareV.reqPerS;
+  const offRatio = offV.reqPerS / bareV.reqPerS;
   writeResultsSection(
     values.role === 'api' ? 'bundles' : `bundles, ROLE=${values.role}`,
-    `Command: \`npm run bench:bundles -- --duration ${duration} --connections ${connections} --kb ${values.kb} --role ${values.role}\` · ${machine()}
+    `Command: \`npm run bench:bundles -- --duration ${duration} --connections ${connections} --kb ${values.kb} --role ${values.role} --rounds ${rounds}\` · ${machine()}
 
 The service (with its embedded PostgreSQL) and the baseline each run in their own process; autocannon drives them from
 the bench process, one scenario after the other, ${connections} connections, ${duration} s each after a 1 s warm-up (baseline and
-service rows alternate A-B-B-A and show the mean of two runs), all on the
+service rows of the bundle download alternate A-B-B-A and show the mean of two runs), all on the
 same cores (shared with other work while measured). Bundle: ${bodyBytes.toLocaleString('en-US')} bytes on the wire
 (content ${size.toLocaleString('en-US')} bytes, published paywalls). Baseline: a bare Fastify route answering the same bytes
-(no auth, no cache lookup). The service runs with ROLE=${values.role}${values.role === 'all' ? ' (API plus every background worker in the same process)' : ''}.
+(no auth, no cache lookup). The service runs with ROLE=${values.role}${values.role === 'all' ? ' (API plus every background worker in the same process)' : ''}; the version check's
+metrics on / METRICS=off rows come from two fresh ROLE=api processes on its database, alike but for METRICS.
 
 | scenario | requests/s | p50 ms | p99 ms | MB/s | server CPU µs/request | non-expected + errors |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
 ${rows.map((r) => `| ${r.name} | ${Math.round(r.reqPerS).toLocaleString('en-US')} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.mbPerS.toFixed(1)} | ${r.cpuUs.toFixed(1)} | ${r.bad} |`).join('\n')}
 
-Target: the version check at >= 80% of the bare route's requests/s: ${(ratio * 100).toFixed(0)}% (${ratio >= 0.8 ? 'met' : 'NOT met'}).
+Target: the version check, metrics on, at >= 80% of the bare route's requests/s: ${(ratio * 100).toFixed(0)}% (${ratio >= 0.8 ? 'met' : 'NOT met'}).
+With METRICS=off: ${(offRatio * 100).toFixed(0)}%. The three version-check
+rows are means of ${2 * rounds} runs each (${rounds} rounds of A-B-C-C-B-A, the order rotated each round). Per-round ratios, metrics on / bare:
+${runs[1].map((x, i) => ((100 * x.reqPerS) / runs[0][i].reqPerS).toFixed(0)).join(', ')}%; metrics off / bare: ${runs[2].map((x, i) => ((100 * x.reqPerS) / runs[0][i].reqPerS).toFixed(0)).join(', ')}%.
+
+The instrumentation alone (bench/metrics-hook-cost.ts: a route of the version check's shape through Fastify's inject,
+in the bench process, CPU µs per request, the least of 30 rounds of 1,000 in rotated order; the machine's load only
+adds time): none ${hooks.none.toFixed(1)}, the
+instrumentation until issue 33 (onResponse hook, prom-client labels() children) ${hooks.before.toFixed(1)} (+${(hooks.before - hooks.none).toFixed(1)}), the
+service's now (onRequest stamp, per-route onSend hook, plain counters) ${hooks.now.toFixed(1)} (${hooks.now >= hooks.none ? '+' : ''}${(hooks.now - hooks.none).toFixed(1)}).
+The per-round ratios show how far other work on the machine moved the requests/s rows: where they swing far
+past 100% (the service cannot beat a bare route doing a subset of its work), those rows compare nothing, and the
+instrumentation-alone line is the figure to go by.
 Bundle download: ${((svcB.reqPerS / bareB.reqPerS) * 100).toFixed(0)}% of the bare route.
 
 Server CPU µs/request is the server process's own CPU time (from /proc) divided by the requests it answered: unlike
@@ -183,6 +236,8 @@ check answered from the in-process key cache without a promise, a request id (x-
 cache-control and a strong ETag with If-None-Match handling.`,
   );
 } finally {
+  await noMetrics?.stop();
+  await withMetrics?.stop();
   await bare?.stop();
   await service.stop();
   rmSync(tmp, { recursive: true, force: true });

@@ -16,12 +16,7 @@ import { parseArgs } from 'node:util';
 import pgClient from 'pg';
 import { startEmbeddedDb } from '../src/db/embedded.js';
 import { createPool } from '../src/db/pool.js';
-import {
-  createGlobalLimiter,
-  createSlidingWindowLimiter,
-  RESERVATION_SHARE,
-  type RateLimiter,
-} from '../src/http/rate-limit.js';
+import { chunkOf, createGlobalLimiter, createSlidingWindowLimiter, type RateLimiter } from '../src/http/rate-limit.js';
 import { createLimitStore } from '../src/http/rate-limit-store.js';
 import { createMetrics } from '../src/modules/metrics/metrics.js';
 import { createMetricsStore } from '../src/modules/metrics/store.js';
@@ -250,11 +245,13 @@ for (const u of setups) for (const a of u.apis) await stopApi(a);
 
 const rows: string[] = [];
 const figures: Record<string, Load> = {};
+const boots: Load[] = [];
 for (const [i, u] of setups.entries()) {
   const version = avg(results[i].version!);
   const ingest = avg(results[i].ingest!);
   const boot = avg(results[i].boot!);
   figures[u.s.name] = ingest;
+  boots.push(boot);
   rows.push(
     `| ${u.s.name} | ${Math.round(version.rps)} | ${Math.round(ingest.rps * BATCH)} | ${ingest.p99} | ${ingest.apiCores.toFixed(2)} / ${ingest.dbCores.toFixed(2)} | ${usPerEvent(ingest.apiCores, ingest)} / ${usPerEvent(ingest.dbCores, ingest)} | ${Math.round(boot.rps)} (${boot.ok} ok, ${boot.limited} limited) | ${version.other + ingest.other + boot.other} |`,
   );
@@ -278,10 +275,52 @@ const globalLimiter = createGlobalLimiter(createLimitStore(micro));
 const localUs = await perCallUs(decide(createSlidingWindowLimiter()));
 const globalUs = await perCallUs(decide(globalLimiter));
 await globalLimiter.close();
+// Bootstrap's limit (60/min per key) alone: the decisions of 16 concurrent callers over 100 fresh keys,
+// wall time and PostgreSQL CPU per decision, four ways in one run: per-process; one reservation per
+// request on a logged table (global limits before issue 33); chunks on a logged table; chunks on the
+// unlogged table (now). Each way gets fresh keys; 30 decisions per key stay within its budget.
+const DECISIONS = 3000;
+const bootLimit = 60;
+async function perDecision(label: string, decide: (key: string) => Promise<unknown>) {
+  const db0 = descendantsCpuMs(pgPid) + cpuMs(pgPid);
+  const t0 = process.hrtime.bigint();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < DECISIONS) await decide(`bench-boot:${label}:${next++ % KEYS}`);
+    }),
+  );
+  const wallUs = Number(process.hrtime.bigint() - t0) / 1000 / DECISIONS;
+  return { wallUs, dbUs: ((descendantsCpuMs(pgPid) + cpuMs(pgPid) - db0) * 1000) / DECISIONS };
+}
+const limitStore = createLimitStore(micro);
+const setLogged = (logged: boolean) =>
+  micro.query(`ALTER TABLE rate_limit_windows SET ${logged ? 'LOGGED' : 'UNLOGGED'}`);
+const withLimiter = async (label: string) => {
+  const l = createGlobalLimiter(limitStore);
+  const r = await perDecision(label, (k) => Promise.resolve(l.consume(k, 1, bootLimit)));
+  await l.close();
+  return r;
+};
+const local = createSlidingWindowLimiter();
+const bootLocal = await perDecision('local', (k) => Promise.resolve(local.consume(k, 1, bootLimit)));
+await setLogged(true);
+const bootBefore = await perDecision('before', (k) => limitStore.take(k, Date.now(), 60_000, bootLimit, 1, 1));
+const bootChunksLogged = await withLimiter('chunks-logged');
+await setLogged(false);
+const bootNow = await withLimiter('now');
+const bootRows = [
+  ['per-process (RATE_LIMITS=local)', bootLocal],
+  ['global, one reservation per request, logged table (before)', bootBefore],
+  [`global, chunks of ${chunkOf(bootLimit)}, logged table`, bootChunksLogged],
+  [`global, chunks of ${chunkOf(bootLimit)}, unlogged table (now)`, bootNow],
+] as const;
+
 const metrics = createMetrics({ db: micro, store: createMetricsStore(micro), onError: () => undefined });
 const outcome = { accepted: BATCH, rejected: 0, sampled: 0, consent_declined: 0 };
+const ingestSeries = metrics.httpRoute('/api/v1/ingest/events');
 const metricsUs = await perCallUs(() => {
-  metrics.observeHttp('POST', '/api/v1/ingest/events', 202, 0.004);
+  ingestSeries.observe('POST', 202, 0.004);
   metrics.countIngest(outcome);
 });
 await micro.end();
@@ -310,11 +349,18 @@ ${connections} connections spread over the scenario's APIs; rates are averaged o
 |---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
+Bootstrap with global limits and metrics on one instance: ${((100 * boots[1].rps) / boots[0].rps).toFixed(0)}% of the baseline's requests/s (B / A; target >= 80%).
 Global limits and metrics on one instance keep ${((100 * figures[scenarios[1].name].rps) / base.rps).toFixed(0)}% of the baseline's ingestion throughput (B / A);
 API CPU per event B / A: ${((100 * Number(usPerEvent(figures[scenarios[1].name].apiCores, figures[scenarios[1].name]))) / Number(usPerEvent(base.apiCores, base))).toFixed(0)}%.
 Alone (${CALLS} calls each, in the bench process): a limiter decision for a ${BATCH}-event batch costs ${localUs.toFixed(2)} µs per-process and
-${globalUs.toFixed(2)} µs global (a reservation every ${Math.round((1e9 * RESERVATION_SHARE) / BATCH)} batches included); the metrics hooks cost ${metricsUs.toFixed(2)} µs per request,
+${globalUs.toFixed(2)} µs global (a reservation every ${Math.round(chunkOf(1e9) / BATCH)} batches included); the metrics hooks cost ${metricsUs.toFixed(2)} µs per request,
 against ${usPerEvent(base.apiCores, base)} µs of API CPU per event (${(Number(usPerEvent(base.apiCores, base)) * BATCH).toFixed(0)} µs per batch) in A.
+Bootstrap's limit decision alone (${DECISIONS} decisions, 16 concurrent callers, ${KEYS} keys at ${bootLimit}/min, in the bench process):
+
+| limiter | wall µs per decision | PostgreSQL CPU µs per decision |
+|---|---|---|
+${bootRows.map(([name, r]) => `| ${name} | ${r.wallUs.toFixed(1)} | ${r.dbUs.toFixed(1)} |`).join('\n')}
+
 Capacity model inputs (A): ${Math.round(perApiCore(base))} events/s per API core, ${Math.round(perDbCore(base))} events/s per database core;
 with global limits (C): ${Math.round(perApiCore(figures[scenarios[2].name]))} and ${Math.round(perDbCore(figures[scenarios[2].name]))}.
 Stored: ${Math.round(bytesPerEvent)} bytes per event (events partitions and event_ids, indexes included, ${size.rows[0].n} events).

@@ -63,24 +63,54 @@ export function createSlidingWindowLimiter(now: () => number = Date.now): RateLi
   };
 }
 
-/**
- * A reservation never takes more than this share of a limit (at least 1 point), so what the
- * instances hold and have not spent stays within a few percent of it: with 2 instances a client
- * can be refused while at most 2% of its budget sits unspent in the other one.
- */
+/** A reservation takes at least this share of a limit (what ingestion's large limits reserve). */
 export const RESERVATION_SHARE = 0.01;
-/** After a refusal, requests wanting more than the budget then left are refused locally for this long. */
-const REFUSAL_CACHE_MS = 200;
-/** How often unspent reservations of past windows go back, and old windows are swept. */
-const RETURN_EVERY_MS = 1000;
+/**
+ * Small limits (bootstrap 60, option-set sync 20), where 1% is under one point, still reserve a few
+ * points at once, up to this many and at most SMALL_CHUNK_SHARE of the limit: one statement then
+ * serves several requests of a busy key instead of one each.
+ */
+const SMALL_CHUNK = 4;
+const SMALL_CHUNK_SHARE = 0.1;
+/**
+ * After a refusal, requests wanting more than the budget then left are refused locally for the time
+ * the sliding window takes to free one point (window / limit), within these bounds.
+ */
+const REFUSAL_CACHE_MS = { min: 200, max: 1000 };
+/**
+ * A key's unspent reservation goes back once the key has had no request here for as long as a
+ * client at the limit's pace takes to spend a chunk (chunk x window / limit: 4 s for bootstrap's 4
+ * of 60/min), within these bounds: a key used at that pace keeps its chunk, a slower one returns it.
+ */
+const IDLE_RETURN_MS = { min: 1000, max: 4000 };
+/** How often idle and past windows' unspent reservations go back, and old windows are swept. */
+const RETURN_EVERY_MS = 250;
+/**
+ * The longest an instance is refused while points sit unspent in another one: the other's idle
+ * time, its return pass, then this instance's cached refusal (plus one statement's latency).
+ */
+export const UNSPENT_HELD_MAX_MS = IDLE_RETURN_MS.max + RETURN_EVERY_MS + REFUSAL_CACHE_MS.max;
+
+const within = (b: { min: number; max: number }, ms: number) => Math.min(b.max, Math.max(b.min, ms));
+
+/** Points one reservation asks for when a request needs fewer. */
+export function chunkOf(limit: number): number {
+  const small = Math.min(SMALL_CHUNK, Math.floor(limit * SMALL_CHUNK_SHARE));
+  return Math.max(1, Math.floor(limit * RESERVATION_SHARE), small);
+}
 
 interface KeyState {
   windowStart: number;
+  windowMs: number;
   /** Reserved here and not yet spent. */
   tokens: number;
   /** The budget left globally after this instance's last reservation. */
   left: number;
   refusedUntil: number;
+  lastUse: number;
+  /** This key's IDLE_RETURN_MS and REFUSAL_CACHE_MS. */
+  idleMs: number;
+  refusalMs: number;
   reserving?: Promise<void>;
 }
 
@@ -88,7 +118,8 @@ interface KeyState {
  * Limits that hold across every instance: the budget of a key's window lives in PostgreSQL,
  * each instance reserves a chunk of it (one query per chunk, concurrent requests of a key share
  * it) and spends it in memory. Reservations never exceed the limit together; unspent ones go back
- * when the window ends, so the previous window's weight counts what was really used.
+ * when the key is idle here or its window ends, so another instance is not starved for long and the
+ * previous window's weight counts what was really used.
  */
 export function createGlobalLimiter(
   store: LimitStore,
@@ -98,13 +129,25 @@ export function createGlobalLimiter(
   const states = new Map<string, KeyState>();
   let returns: { key: string; windowStart: number; n: number }[] = [];
   let lastSweep = now();
+  // Windows still weighed (the current and the previous one) are never swept, however long.
+  let longestWindowMs = WINDOW_MS;
 
   function current(key: string, t: number, windowMs: number, limit: number): KeyState {
     const start = t - (t % windowMs);
     let s = states.get(key);
     if (s && s.windowStart === start) return s;
+    if (windowMs > longestWindowMs) longestWindowMs = windowMs;
     if (s && s.tokens > 0) returns.push({ key, windowStart: s.windowStart, n: s.tokens });
-    s = { windowStart: start, tokens: 0, left: limit, refusedUntil: 0 };
+    s = {
+      windowStart: start,
+      windowMs,
+      tokens: 0,
+      left: limit,
+      refusedUntil: 0,
+      lastUse: t,
+      idleMs: within(IDLE_RETURN_MS, (chunkOf(limit) * windowMs) / limit),
+      refusalMs: within(REFUSAL_CACHE_MS, windowMs / limit),
+    };
     states.set(key, s);
     return s;
   }
@@ -113,9 +156,13 @@ export function createGlobalLimiter(
     const t = now();
     for (const [key, s] of states) {
       if (s.reserving) continue;
-      if (all || t - s.windowStart >= WINDOW_MS) {
-        if (s.tokens > 0) returns.push({ key, windowStart: s.windowStart, n: s.tokens });
-        states.delete(key);
+      const ended = all || t - s.windowStart >= s.windowMs;
+      if (!ended && (s.tokens === 0 || t - s.lastUse < s.idleMs)) continue;
+      if (s.tokens > 0) returns.push({ key, windowStart: s.windowStart, n: s.tokens });
+      if (ended) states.delete(key);
+      else {
+        s.left += s.tokens;
+        s.tokens = 0;
       }
     }
     const batch = returns;
@@ -123,7 +170,7 @@ export function createGlobalLimiter(
     await store.giveBack(batch);
     if (t - lastSweep >= WINDOW_MS) {
       lastSweep = t;
-      await store.sweep(t - 3 * WINDOW_MS);
+      await store.sweep(t - 3 * longestWindowMs);
     }
   }
   const timer = setInterval(() => flush(false).catch(onError), RETURN_EVERY_MS);
@@ -133,6 +180,7 @@ export function createGlobalLimiter(
     for (;;) {
       const t = now();
       const s = current(key, t, windowMs, limit);
+      s.lastUse = t;
       const resetS = resetOf(t, s.windowStart, windowMs);
       if (s.tokens >= points) {
         s.tokens -= points;
@@ -145,16 +193,15 @@ export function createGlobalLimiter(
         continue;
       }
       const need = points - s.tokens;
-      const want = Math.max(need, Math.floor(limit * RESERVATION_SHARE));
       let refused = false;
       s.reserving = store
-        .take(key, t, windowMs, limit, want, need)
+        .take(key, t, windowMs, limit, Math.max(need, chunkOf(limit)), need)
         .then(({ granted, left }) => {
           s.tokens += granted;
           s.left = left;
           if (granted === 0) {
             refused = true;
-            s.refusedUntil = now() + REFUSAL_CACHE_MS;
+            s.refusedUntil = now() + s.refusalMs;
           }
         })
         .finally(() => {

@@ -1,12 +1,13 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../../db/pool.js';
 import type { JobHandlers } from '../../jobs/catalog.js';
+import { createHttpSeries } from './http-series.js';
 import type { MetricsStore } from './store.js';
 
-const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const JOB_SECONDS = [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
 
 export type IngestOutcome = 'accepted' | 'rejected' | 'sampled' | 'consent_declined';
+const OUTCOMES: IngestOutcome[] = ['accepted', 'rejected', 'sampled', 'consent_declined'];
 
 /**
  * The process's Prometheus registry. Counters and histograms are this process's own (sum them
@@ -27,24 +28,18 @@ export function createMetrics({
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
 
-  const httpRequests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests by method, route and status',
-    labelNames: ['method', 'route', 'status'],
-    registers,
-  });
-  const httpSeconds = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency by method, route and status',
-    labelNames: ['method', 'route', 'status'],
-    buckets: SECONDS,
-    registers,
-  });
-  const ingestEvents = new Counter({
+  const http = createHttpSeries(registry);
+  // Counted in plain numbers per batch, handed to prom-client at scrape time (its inc() hashes the labels).
+  const ingested: Record<IngestOutcome, number> = { accepted: 0, rejected: 0, sampled: 0, consent_declined: 0 };
+  new Counter({
     name: 'ingest_events_total',
     help: 'Ingested events by outcome (accepted counts every valid event, sampled and consent_declined are among them)',
     labelNames: ['outcome'],
     registers,
+    collect() {
+      this.reset();
+      for (const outcome of OUTCOMES) if (ingested[outcome] > 0) this.inc({ outcome }, ingested[outcome]);
+    },
   });
   const jobRuns = new Counter({
     name: 'job_runs_total',
@@ -138,25 +133,12 @@ export function createMetrics({
     },
   });
 
-  // Children cached by label values: the hot path pays a map look-up, not prom-client's label hashing.
-  const children = new Map<string, { count: Counter<string>; seconds: ReturnType<Histogram<string>['labels']> }>();
-
   return {
     registry,
-    observeHttp(method: string, route: string, status: number, seconds: number) {
-      const k = `${method} ${status} ${route}`;
-      let c = children.get(k);
-      if (!c) {
-        const labels = { method, route, status: String(status) };
-        c = { count: httpRequests.labels(labels) as unknown as Counter<string>, seconds: httpSeconds.labels(labels) };
-        children.set(k, c);
-      }
-      c.count.inc();
-      c.seconds.observe(seconds);
-    },
+    /** A route pattern's request series (http_requests_total, http_request_duration_seconds): get it once per route. */
+    httpRoute: http.route,
     countIngest(r: Record<IngestOutcome, number>) {
-      for (const outcome of ['accepted', 'rejected', 'sampled', 'consent_declined'] as const)
-        if (r[outcome] > 0) ingestEvents.inc({ outcome }, r[outcome]);
+      for (const outcome of OUTCOMES) if (r[outcome] > 0) ingested[outcome] += r[outcome];
     },
     /** Wraps every job handler: runs, failures and durations per job. */
     instrumentJobs(handlers: JobHandlers): JobHandlers {
