@@ -65,7 +65,8 @@ const READY: Record<string, (page: Page, scanAs: (where: string) => Promise<void
     await page.getByRole('form', { name: 'New experiment' }).waitFor();
     await scanAs('Experiments, the draft form');
   },
-  Privacy: (page) => page.getByRole('region', { name: 'Deletion requests' }).getByText('No deletion request yet.').waitFor(),
+  Privacy: (page) =>
+    page.getByRole('region', { name: 'Deletion requests' }).getByText('No deletion request yet.').waitFor(),
   Settings: (page) => page.getByRole('button', { name: 'Save settings' }).waitFor(),
   Content: async (page, scanAs) => {
     const kinds = [
