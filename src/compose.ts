@@ -11,7 +11,7 @@ import { servesHttps } from './http/security-headers.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
-import { sealStoredSecrets } from './db/seal-secrets.js';
+import { prepareSecrets } from './db/key-check.js';
 import { createSecretBox } from './lib/secret-box.js';
 import { createActivityStore } from './modules/activity/store.js';
 import { createAdNetworkModule } from './modules/ad-network/index.js';
@@ -115,9 +115,10 @@ export async function compose({
   const identityStore = createIdentityStore(db);
   const tokens = createTokenService({ store: identityStore, config });
   await tokens.init();
-  // Webhook and export-callback signing secrets are sealed at rest; rows from before migration 018 are sealed now.
-  const secretBox = createSecretBox(config.encryptionKey);
-  await sealStoredSecrets(db, secretBox);
+  // Signing secrets and ad-network tokens are sealed at rest. Before anything opens one: the key check
+  // (another ENCRYPTION_KEY refuses to start), rotation with ENCRYPTION_KEY_PREVIOUS, rows from before 018.
+  const secretBox = createSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
+  await prepareSecrets(db, { current: config.encryptionKey, previous: config.encryptionKeyPrevious }, logger);
   const identity = createIdentityService({
     store: identityStore,
     tokens,
@@ -229,7 +230,7 @@ export async function compose({
     readModel: createExportReadModel(db),
     storage: createLocalStorage(path.join(config.dataDir, 'exports')),
     activity,
-    callbackSecret: async (s: { tenantId: string; appId: string }) => (await settings.get(s)).callback_signing_secret,
+    callbackSecret: settings.callbackSecret,
     sendCallback: webhooks.sendCallback,
   };
   const exports = createExportService({ ...exportDeps, jobs, allowPrivateTargets: config.allowPrivateTargets });

@@ -75,6 +75,8 @@ export interface Config {
     redirectUri: string;
   };
   encryptionKey: Buffer;
+  /** ENCRYPTION_KEY_PREVIOUS: during a key rotation, opens what the old key sealed (docs/operations.md). */
+  encryptionKeyPrevious?: Buffer;
   /** How long an API key look-up may be served from memory (revocation delay bound). */
   keyCacheTtlMs: number;
   /** global: limits shared by every instance through PostgreSQL; local: counted per process (one instance only). */
@@ -131,12 +133,14 @@ function origins(raw: string | undefined): string[] {
   return given;
 }
 
+function parseKey(name: string, raw: string): Buffer {
+  const key = Buffer.from(raw, raw.length === 64 ? 'hex' : 'base64');
+  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes (64 hex chars or base64)`);
+  return key;
+}
+
 function loadEncryptionKey(env: Env, dataDir: string): Buffer {
-  if (env.ENCRYPTION_KEY) {
-    const key = Buffer.from(env.ENCRYPTION_KEY, env.ENCRYPTION_KEY.length === 64 ? 'hex' : 'base64');
-    if (key.length !== 32) throw new ConfigError('ENCRYPTION_KEY must be 32 bytes (64 hex chars or base64)');
-    return key;
-  }
+  if (env.ENCRYPTION_KEY) return parseKey('ENCRYPTION_KEY', env.ENCRYPTION_KEY);
   // Generated once and kept beside the data so restarts can still decrypt stored secrets.
   const file = path.join(dataDir, 'encryption.key');
   if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
@@ -242,5 +246,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     ...overrides,
   };
   if (!overrides.encryptionKey) config.encryptionKey = loadEncryptionKey(env, config.dataDir);
+  if (env.ENCRYPTION_KEY_PREVIOUS && !overrides.encryptionKeyPrevious) {
+    const previous = parseKey('ENCRYPTION_KEY_PREVIOUS', env.ENCRYPTION_KEY_PREVIOUS);
+    // The same key twice is no rotation: nothing to re-seal.
+    if (!previous.equals(config.encryptionKey)) config.encryptionKeyPrevious = previous;
+  }
   return config;
 }

@@ -16,7 +16,8 @@ export function freePort(): Promise<number> {
 }
 
 export interface Instance {
-  role: 'api' | 'worker';
+  /** 'all': the API and the workers in one process (as a single node runs). */
+  role: 'api' | 'worker' | 'all';
   /** The HTTP port: the API, or a worker's operations endpoints (OPS_PORT). */
   port: number;
   url: string;
@@ -42,7 +43,7 @@ export function clusterEnv(databaseUrl: string, extra: Record<string, string> = 
 
 /** Starts `node --import tsx src/main.ts` and waits until /readyz answers 200. */
 export async function startInstance(inst: Instance, env: Record<string, string>, timeoutMs = 240_000): Promise<void> {
-  const portVar = inst.role === 'api' ? { PORT: String(inst.port) } : { OPS_PORT: String(inst.port), PORT: '0' };
+  const portVar = inst.role !== 'worker' ? { PORT: String(inst.port) } : { OPS_PORT: String(inst.port), PORT: '0' };
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
     env: { ...process.env, ...env, ...portVar, ROLE: inst.role },

@@ -4,7 +4,7 @@ import type { Scope } from '../../types/domain.js';
 import { AppError } from '../../http/errors.js';
 import type { ActivityStore } from '../activity/store.js';
 import { NetworkError, toAppError, type Call, type NetworkClient } from './client.js';
-import { open, seal } from '../../lib/secret-box.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 import { limitKeys } from './limiter.js';
 import { exchangeCode, newAuthorization, OAuthError, refreshGrant, SCOPE, sha256, type TokenSet } from './oauth.js';
 import type { AccountRow, AdNetworkStore, ConnectionStatus } from './store.js';
@@ -23,16 +23,18 @@ export function createConnectionService({
   db,
   store,
   config,
+  box,
   client,
   activity,
 }: {
   db: Db;
   store: AdNetworkStore;
   config: Config;
+  /** Tokens and PKCE verifiers are sealed at rest (ENCRYPTION_KEY). */
+  box: SecretBox;
   client: NetworkClient;
   activity: ActivityStore;
 }) {
-  const key = config.encryptionKey;
   const cfg = config.adNetwork;
   const refreshing = new Map<string, Promise<string>>();
 
@@ -62,7 +64,7 @@ export function createConnectionService({
   async function refresh(scope: Scope, refreshEnc: Buffer): Promise<string> {
     let t: TokenSet;
     try {
-      t = await refreshGrant(cfg, open(key, refreshEnc));
+      t = await refreshGrant(cfg, box.openBytes(refreshEnc));
     } catch (err) {
       if (err instanceof OAuthError && (err.error === 'invalid_grant' || err.error === 'invalid_client'))
         return markReauth(scope, err.error);
@@ -70,10 +72,10 @@ export function createConnectionService({
     }
     // Persist any refresh token returned: whether the network rotates them is not documented.
     await store.saveTokens(scope, {
-      access: seal(key, t.access_token),
+      access: box.sealBytes(t.access_token),
       expiresAt: new Date(Date.now() + t.expires_in * 1000),
       lifetimeS: t.expires_in,
-      refresh: t.refresh_token ? seal(key, t.refresh_token) : undefined,
+      refresh: t.refresh_token ? box.sealBytes(t.refresh_token) : undefined,
     });
     return t.access_token;
   }
@@ -95,7 +97,7 @@ export function createConnectionService({
       c.access_token_enc &&
       remaining > Math.max(lifetime * REFRESH_AT_REMAINING, Math.min(60_000, lifetime / 2))
     ) {
-      return open(key, c.access_token_enc);
+      return box.openBytes(c.access_token_enc);
     }
     const k = `${scope.tenantId}:${scope.appId}`;
     let p = refreshing.get(k);
@@ -175,7 +177,7 @@ export function createConnectionService({
       assertConfigured();
       const a = newAuthorization(cfg);
       const expiresAt = new Date(Date.now() + 10 * 60_000);
-      await store.insertState(scope, { hash: sha256(a.state), userId, verifier: seal(key, a.verifier), expiresAt });
+      await store.insertState(scope, { hash: sha256(a.state), userId, verifier: box.sealBytes(a.verifier), expiresAt });
       return {
         authorize_url: a.url,
         state: a.state,
@@ -195,7 +197,7 @@ export function createConnectionService({
         ]);
       let t: TokenSet;
       try {
-        t = await exchangeCode(cfg, code, open(key, pending.verifier_enc));
+        t = await exchangeCode(cfg, code, box.openBytes(pending.verifier_enc));
       } catch (err) {
         if (err instanceof OAuthError && err.status >= 400 && err.status < 500) {
           throw new AppError(
@@ -222,8 +224,8 @@ export function createConnectionService({
         await store.saveConnection(
           scope,
           {
-            refresh: seal(key, t.refresh_token!),
-            access: seal(key, t.access_token),
+            refresh: box.sealBytes(t.refresh_token!),
+            access: box.sealBytes(t.access_token),
             expiresAt: new Date(Date.now() + t.expires_in * 1000),
             lifetimeS: t.expires_in,
             scope: t.scope ?? SCOPE,

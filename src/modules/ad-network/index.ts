@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../../config.js';
+import { createSecretBox } from '../../lib/secret-box.js';
 import type { Db } from '../../db/pool.js';
 import type { Auth } from '../../http/auth.js';
 import type { ActivityStore } from '../activity/store.js';
@@ -30,11 +31,13 @@ export function createAdNetworkModule(deps: {
 }) {
   const { db, config, activity, rates } = deps;
   const store = createAdNetworkStore(db);
+  // Opens tokens sealed under either key during a rotation (the key check ran at start-up).
+  const box = createSecretBox(config.encryptionKey, config.encryptionKeyPrevious);
   const client = createNetworkClient({
     apiUrl: config.adNetwork.apiUrl,
     limiter: deps.limiter ?? createMemoryAdNetworkLimiter(),
   });
-  const conn = createConnectionService({ db, store, config, client, activity });
+  const conn = createConnectionService({ db, store, config, box, client, activity });
   const journal = createWriteJournal({ store });
   const ops = createNetworkOps({ store, conn, journal, rates });
   const mgmt = createManagement({ ops });

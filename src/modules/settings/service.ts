@@ -11,12 +11,12 @@ export interface SettingsPatch {
   sdk_settings?: Partial<SdkSettings>;
 }
 
-const view = (s: AppSettings) => ({
+const view = (s: AppSettings, callbackSigningSecret: string) => ({
   events_per_minute: s.events_per_minute,
   sampling_rate: s.sampling_rate,
   timezone: s.timezone,
   sdk_settings: s.sdk_settings,
-  callback_signing_secret: s.callback_signing_secret,
+  callback_signing_secret: callbackSigningSecret,
   updated_at: s.updated_at.toISOString(),
 });
 
@@ -42,10 +42,20 @@ export function createSettingsService({
     return s;
   }
 
+  /** Opened only where it is sent: the settings answer and export callbacks (not cached). */
+  async function callbackSecret(scope: Scope): Promise<string> {
+    const secret = await store.callbackSecret(scope);
+    if (secret === null) throw notFound('App');
+    return secret;
+  }
+
   return {
     get,
+    callbackSecret,
     async read(scope: Scope) {
-      return view(await store.get(scope).then((s) => s ?? Promise.reject(notFound('App'))));
+      const s = await store.get(scope);
+      if (!s) throw notFound('App');
+      return view(s, await callbackSecret(scope));
     },
     async update(scope: Scope, userId: string, patch: SettingsPatch) {
       const current = await store.get(scope);
@@ -66,7 +76,7 @@ export function createSettingsService({
         description: `App settings changed: ${Object.keys(patch).join(', ') || 'nothing'}`,
         actorUserId: userId,
       });
-      return view(next);
+      return view(next, await callbackSecret(scope));
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../../db/pool.js';
 import { withTx } from '../../db/pool.js';
-import type { SecretBox } from '../../lib/secret-box.js';
+import { type SecretBox, UnknownKeyError } from '../../lib/secret-box.js';
 import type { AttemptLogEntry, DeliveryRow } from './store.js';
 
 /**
@@ -90,6 +90,8 @@ export function createQueueStore(db: Db, box: SecretBox) {
       limit: number,
       leaseSeconds: number,
       cap: { perEndpoint: number; inFlight: Map<string, number> },
+      /** A row whose secret this instance's keys cannot open (an instance left on an old ENCRYPTION_KEY). */
+      onUnopenable: (err: unknown) => void = () => undefined,
     ): Promise<ClaimedDelivery[]> {
       const saturated = [...cap.inFlight].filter(([, n]) => n >= cap.perEndpoint).map(([id]) => id);
       const { rows } = await db.query<ClaimedDelivery>(
@@ -128,9 +130,26 @@ export function createQueueStore(db: Db, box: SecretBox) {
                    d.attempts, d.max_attempts, due.url, due.secrets, due.endpoint_failing`,
         [limit, leaseSeconds, saturated, cap.perEndpoint, JSON.stringify(Object.fromEntries(cap.inFlight))],
       );
-      // Secrets are sealed at rest; opened only here, for signing.
-      for (const r of rows) r.secrets = r.secrets.map(box.open);
-      return rows;
+      // Secrets are sealed at rest; opened only here, for signing. A row this instance cannot open is
+      // handed back at once (lease and attempt undone) for an instance with the right key to send.
+      const unopenable: string[] = [];
+      const ready = rows.filter((r) => {
+        try {
+          r.secrets = r.secrets.map(box.open);
+          return true;
+        } catch (err) {
+          if (!(err instanceof UnknownKeyError)) throw err;
+          if (unopenable.length === 0) onUnopenable(err);
+          unopenable.push(r.id);
+          return false;
+        }
+      });
+      if (unopenable.length > 0)
+        await db.query(
+          'UPDATE webhook_deliveries SET leased_until = NULL, attempts = attempts - 1 WHERE id = ANY($1::uuid[])',
+          [unopenable],
+        );
+      return ready;
     },
 
     /**

@@ -243,7 +243,9 @@ export function createDeliveryWorker({
     }
     const free = concurrency - inFlight.size;
     if (Date.now() >= nextClaim && (free >= refillAt || (free > 0 && inFlight.size === 0))) {
-      const claimed = await queue.claimDue(free, LEASE_S, { perEndpoint, inFlight: perEndpointInFlight });
+      const claimed = await queue.claimDue(free, LEASE_S, { perEndpoint, inFlight: perEndpointInFlight }, (err) =>
+        onError(err, 'open signing secret'),
+      );
       for (const d of claimed) start(d);
       backlog = claimed.length === free;
       // Fewer rows than slots while some endpoint sits at its cap: its own completions trigger the next claim.
