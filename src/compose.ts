@@ -57,6 +57,7 @@ import { createTokenService } from './modules/identity/tokens.js';
 import { createGroupCommit } from './modules/ingest/group-commit.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { createEraseStore } from './modules/privacy/erase-store.js';
+import { createRetentionJob, createRetentionStore } from './modules/privacy/retention.js';
 import { createDeletionJob } from './modules/privacy/jobs.js';
 import { privacyRoutes } from './modules/privacy/routes.js';
 import { createPrivacyService } from './modules/privacy/service.js';
@@ -354,6 +355,18 @@ export async function compose({
     ...exportJobs.handlers,
     'privacy.delete': deletionJob.run,
     'privacy.resume': deletionJob.resume,
+    'privacy.retention': createRetentionJob({
+      store: createRetentionStore(db),
+      purgeExportFiles: () => exportJobs.handlers['export.cleanup'](),
+      onApp: (scope, dropped) =>
+        void activity
+          .record(scope, {
+            entityType: 'privacy',
+            action: 'retention_applied',
+            description: `Retention: ${dropped.events} events and ${dropped.exports} exports past the app's retention dropped`,
+          })
+          .catch((err) => logger.warn({ err }, 'retention activity not recorded')),
+    }),
     // After each fold, the funnel answers it made stale (paced by ANALYTICS_FUNNEL_REFRESH_S), beside
     // the next folds rather than before them: a refresh takes seconds at 10M events, and the fold
     // chain waited for it (the steady state's lag grew by that much every minute).

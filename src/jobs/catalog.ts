@@ -102,6 +102,16 @@ export const JOBS = {
     policy: 'singleton',
     cron: '* * * * *',
   }),
+  // Drops raw events and completed exports past each app's retention_days (docs/privacy.md, "Retention").
+  'privacy.retention': def({
+    payload: Type.Object({}),
+    retryLimit: 3,
+    retryDelaySeconds: 300,
+    retryBackoff: true,
+    expireInSeconds: 3 * 3600,
+    policy: 'singleton',
+    cron: '37 2 * * *',
+  }),
   // Folds new events into the analytics rollups. Self-rescheduling every ROLLUP_INTERVAL_S;
   // the minute cron only revives the chain. Stately: at most one queued and one running.
   'analytics.rollup': def({

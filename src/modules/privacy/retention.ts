@@ -59,7 +59,7 @@ export function createRetentionJob({
       let events = 0;
       for (let n = BATCH; n === BATCH; events += n) n = await store.dropEvents(app, app.days);
       const exports = await store.expireExports(app, app.days);
-      onApp?.(app, { events, exports });
+      if (events + exports > 0) onApp?.(app, { events, exports });
     }
     await purgeExportFiles();
   };

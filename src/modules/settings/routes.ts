@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { customerOf, scopeOf, type Auth } from '../../http/auth.js';
 import { errors } from '../../http/schemas.js';
+import { RETENTION_MAX_DAYS, RETENTION_MIN_DAYS } from '../privacy/retention.js';
 import type { SettingsService } from './service.js';
 
 const SdkSettings = Type.Object({
@@ -16,6 +17,10 @@ const Settings = Type.Object({
   timezone: Type.String(),
   sdk_settings: SdkSettings,
   callback_signing_secret: Type.String({ description: 'Signs export completion callbacks (Standard Webhooks).' }),
+  retention_days: Type.Union([Type.Integer(), Type.Null()], {
+    description:
+      'Raw events and completed exports older than this are dropped daily; null keeps them (docs/privacy.md)',
+  }),
   updated_at: Type.String({ format: 'date-time' }),
 });
 
@@ -24,6 +29,9 @@ const Patch = Type.Object({
   sampling_rate: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
   timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA name, e.g. Europe/Berlin' })),
   sdk_settings: Type.Optional(Type.Partial(SdkSettings)),
+  retention_days: Type.Optional(
+    Type.Union([Type.Integer({ minimum: RETENTION_MIN_DAYS, maximum: RETENTION_MAX_DAYS }), Type.Null()]),
+  ),
 });
 
 export const settingsRoutes =

@@ -9,6 +9,7 @@ export interface SettingsPatch {
   sampling_rate?: number;
   timezone?: string;
   sdk_settings?: Partial<SdkSettings>;
+  retention_days?: number | null;
 }
 
 const view = (s: AppSettings, callbackSigningSecret: string) => ({
@@ -17,6 +18,7 @@ const view = (s: AppSettings, callbackSigningSecret: string) => ({
   timezone: s.timezone,
   sdk_settings: s.sdk_settings,
   callback_signing_secret: callbackSigningSecret,
+  retention_days: s.retention_days,
   updated_at: s.updated_at.toISOString(),
 });
 
@@ -67,6 +69,7 @@ export function createSettingsService({
         sampling_rate: patch.sampling_rate ?? current.sampling_rate,
         timezone: patch.timezone ?? current.timezone,
         sdk_settings: { ...current.sdk_settings, ...patch.sdk_settings },
+        retention_days: patch.retention_days === undefined ? current.retention_days : patch.retention_days,
         extra: current.extra,
       });
       cache.delete(scope.appId);

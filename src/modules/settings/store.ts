@@ -13,11 +13,13 @@ export interface AppSettings {
   sampling_rate: number;
   timezone: string;
   sdk_settings: SdkSettings;
+  /** Days raw events and exports are kept (privacy/retention.ts); null: for ever. */
+  retention_days: number | null;
   extra: Record<string, unknown>;
   updated_at: Date;
 }
 
-const COLS = 'events_per_minute, sampling_rate, timezone, sdk_settings, extra, updated_at';
+const COLS = 'events_per_minute, sampling_rate, timezone, sdk_settings, retention_days, extra, updated_at';
 
 /**
  * The callback signing secret is stored sealed and read apart: ingestion and bootstrap read the
@@ -42,9 +44,19 @@ export function createSettingsStore(db: Queryable, box: SecretBox) {
     },
     async update(scope: Scope, s: Omit<AppSettings, 'updated_at'>): Promise<AppSettings> {
       const { rows } = await db.query<AppSettings>(
-        `UPDATE app_settings SET events_per_minute = $3, sampling_rate = $4, timezone = $5, sdk_settings = $6, extra = $7, updated_at = now()
+        `UPDATE app_settings SET events_per_minute = $3, sampling_rate = $4, timezone = $5, sdk_settings = $6, extra = $7,
+                retention_days = $8, updated_at = now()
           WHERE tenant_id = $1 AND app_id = $2 RETURNING ${COLS}`,
-        [scope.tenantId, scope.appId, s.events_per_minute, s.sampling_rate, s.timezone, s.sdk_settings, s.extra],
+        [
+          scope.tenantId,
+          scope.appId,
+          s.events_per_minute,
+          s.sampling_rate,
+          s.timezone,
+          s.sdk_settings,
+          s.extra,
+          s.retention_days,
+        ],
       );
       return rows[0];
     },
