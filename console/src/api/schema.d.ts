@@ -1300,6 +1300,8 @@ export interface paths {
                                 };
                                 /** @description Signs export completion callbacks (Standard Webhooks). */
                                 callback_signing_secret: string;
+                                /** @description Raw events and completed exports older than this are dropped daily; null keeps them (docs/privacy.md) */
+                                retention_days: number | null;
                                 /** Format: date-time */
                                 updated_at: string;
                             };
@@ -1351,6 +1353,7 @@ export interface paths {
                             batchSize?: number;
                             configTTL?: number;
                         };
+                        retention_days?: number | null;
                     };
                 };
             };
@@ -1373,6 +1376,8 @@ export interface paths {
                                 };
                                 /** @description Signs export completion callbacks (Standard Webhooks). */
                                 callback_signing_secret: string;
+                                /** @description Raw events and completed exports older than this are dropped daily; null keeps them (docs/privacy.md) */
+                                retention_days: number | null;
                                 /** Format: date-time */
                                 updated_at: string;
                             };

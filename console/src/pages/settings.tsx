@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, unwrap } from '../api/client';
 import type { paths } from '../api/schema';
+import { FieldError } from '../components/field-error';
 import { Problem } from '../components/problem';
 import { ofMeta, Tile } from '../components/tile';
 import { atLeast } from '../roles';
@@ -38,6 +39,7 @@ function SettingsForm({ s, onSaved }: { s: Settings; onSaved(): void }) {
     flushInterval: String(s.sdk_settings.flushInterval),
     batchSize: String(s.sdk_settings.batchSize),
     configTTL: String(s.sdk_settings.configTTL),
+    retention_days: s.retention_days === null ? '' : String(s.retention_days),
   });
   const [showSecret, setShowSecret] = useState(false);
   const save = useMutation({
@@ -55,6 +57,7 @@ function SettingsForm({ s, onSaved }: { s: Settings; onSaved(): void }) {
         batchSize: Number(f.batchSize),
         configTTL: Number(f.configTTL),
       },
+      retention_days: f.retention_days.trim() === '' ? null : Number(f.retention_days),
     });
   };
   const field = (k: keyof typeof f, label: string, type = 'number', step?: string) => (
@@ -76,6 +79,24 @@ function SettingsForm({ s, onSaved }: { s: Settings; onSaved(): void }) {
         {field('batchSize', 'Batch size')}
         {field('configTTL', 'Config TTL (s)')}
       </div>
+      <h3>Data retention</h3>
+      <div className="row">
+        <label>
+          Keep raw events (days; empty: for ever)
+          <input
+            type="number"
+            value={f.retention_days}
+            onChange={(e) => setF({ ...f, retention_days: e.target.value })}
+            placeholder="for ever"
+          />
+          <FieldError error={save.error} fields={['retention_days']} />
+        </label>
+      </div>
+      <p className="muted">
+        {f.retention_days.trim() === ''
+          ? 'Raw events and completed exports are kept for ever.'
+          : `Every night, raw events that arrived more than ${f.retention_days} days ago and exports completed before then are deleted. The dashboards keep their folded history, but a later rebuild (a timezone or definitions change, a privacy deletion) can only use the events that remain (docs/privacy.md).`}
+      </p>
       <div className="row">
         <button type="submit" disabled={save.isPending}>
           Save settings
