@@ -40,7 +40,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
 
 /**
  * @mobile-sdk-backend/react: its own code (react and the SDK left to the app, as peer dependencies),
- * and with the SDK parts it imports (react still left out).
+ * and with the SDK code it bundles (the paywall module; the core is imported for its types only; react still left out).
  */
 export async function reactSizes() {
   return {
@@ -49,6 +49,6 @@ export async function reactSizes() {
       '@mobile-sdk-backend/sdk',
       '@mobile-sdk-backend/sdk/*',
     ]),
-    'react + sdk': await sdkSize('index.ts', REACT_SRC, ['react']),
+    'react + paywalls': await sdkSize('index.ts', REACT_SRC, ['react']),
   };
 }
