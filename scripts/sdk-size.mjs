@@ -8,11 +8,13 @@ import { gzipSync } from 'node:zlib';
 
 export const SDK_SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'packages', 'sdk', 'src');
 export const CORE_LIMIT_GZ = 10 * 1024;
-export const ENTRIES = ['index.ts', 'browser.ts', 'react-native.ts', 'rules.ts'];
+export const ENTRIES = ['index.ts', 'browser.ts', 'react-native.ts', 'rules.ts', 'paywalls.ts'];
+export const REACT_SRC = path.resolve(SDK_SRC, '..', '..', 'react', 'src');
 
 /** { min, gz } bytes of one entry bundled with what it imports. */
-export async function sdkSize(entry, src = SDK_SRC) {
+export async function sdkSize(entry, src = SDK_SRC, external = []) {
   const r = await build({
+    external,
     entryPoints: [path.join(src, entry)],
     bundle: true,
     minify: true,
@@ -30,4 +32,23 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const s = await sdkSize(e);
     console.log(`${e.padEnd(16)} ${(s.gz / 1024).toFixed(2)} KB min+gzip (${(s.min / 1024).toFixed(1)} KB minified)`);
   }
+  for (const [label, s] of Object.entries(await reactSizes()))
+    console.log(
+      `${label.padEnd(16)} ${(s.gz / 1024).toFixed(2)} KB min+gzip (${(s.min / 1024).toFixed(1)} KB minified)`,
+    );
+}
+
+/**
+ * @mobile-sdk-backend/react: its own code (react and the SDK left to the app, as peer dependencies),
+ * and with the SDK code it bundles (the paywall module; the core is imported for its types only; react still left out).
+ */
+export async function reactSizes() {
+  return {
+    'react (own)': await sdkSize('index.ts', REACT_SRC, [
+      'react',
+      '@mobile-sdk-backend/sdk',
+      '@mobile-sdk-backend/sdk/*',
+    ]),
+    'react + paywalls': await sdkSize('index.ts', REACT_SRC, ['react']),
+  };
 }

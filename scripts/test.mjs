@@ -25,6 +25,14 @@ if (!args.includes('--no-typecheck')) {
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.check.json'], {
     stdio: 'inherit',
   });
+  // The React bindings with their own settings (DOM, bundler resolution), as their build sees them.
+  execFileSync(
+    process.execPath,
+    ['node_modules/typescript/bin/tsc', '-p', 'packages/react/tsconfig.json', '--noEmit'],
+    {
+      stdio: 'inherit',
+    },
+  );
   // The console with its workspace's own TypeScript (Vite's build does not type-check).
   execFileSync(process.execPath, ['console/node_modules/typescript/bin/tsc', '-p', 'console/tsconfig.json'], {
     stdio: 'inherit',

@@ -94,6 +94,7 @@ export class Client {
   /** Dropped events already carried by an event whose write is under way. */
   private claimedDrops = 0;
   private exposed = new Set<string>();
+  private listeners = new Set<() => void>();
   private loaded: Promise<void>;
   private stateWrite: Promise<unknown> = Promise.resolve();
   /** The newest event's write: once it is done, every event tracked before is queued. */
@@ -107,12 +108,18 @@ export class Client {
     this.device = deviceFields(o.device);
     const get = (path: string, headers: Record<string, string> = {}) =>
       this.call('GET', path, undefined, K.CONFIG_TIMEOUT_MS, headers);
-    this.config = new ConfigStore(o.storage, `${this.prefix}config`, get, o.bundledConfig, (b) =>
-      this.report('bundle_requires_newer_sdk', `bundle ${b.bundle_version} needs SDK ${b.sdk_min_version}`, {
-        bundle_version: b.bundle_version,
-        sdk_min_version: b.sdk_min_version,
-        sdk_version: K.SDK_VERSION,
-      }),
+    this.config = new ConfigStore(
+      o.storage,
+      `${this.prefix}config`,
+      get,
+      o.bundledConfig,
+      (b) =>
+        this.report('bundle_requires_newer_sdk', `bundle ${b.bundle_version} needs SDK ${b.sdk_min_version}`, {
+          bundle_version: b.bundle_version,
+          sdk_min_version: b.sdk_min_version,
+          sdk_version: K.SDK_VERSION,
+        }),
+      () => this.changed(),
     );
     const report = this.report.bind(this);
     this.sync = new ConfigSync({
@@ -176,6 +183,7 @@ export class Client {
     this.seq = this.state.seqCeil;
     this.exposed = new Set(this.state.exposed);
     if (!state) await this.saveState();
+    this.changed();
   }
 
   /** Launch: app_open and session_start, then bootstrap and config (at most 3 s on the network); never rejects. */
@@ -294,6 +302,7 @@ export class Client {
     st.userId = userId;
     if (traits) st.traits = { ...st.traits, ...traits };
     st.identifies.push({ anon_id: st.anonId, user_id: userId, ts_ms: Date.now(), ...(traits ? { traits } : {}) });
+    this.changed();
     await this.saveState();
     if (!this.delivery.busy && !this.sync.locked && !this.delivery.failing) void this.flush();
   }
@@ -311,6 +320,7 @@ export class Client {
   async reset(): Promise<void> {
     await this.loaded;
     this.life.restart(Date.now(), () => Object.assign(this.state, { anonId: uuid(), userId: undefined, traits: {} }));
+    this.changed();
     await this.saveState();
   }
 
@@ -417,6 +427,7 @@ export class Client {
       progress: (id) => this.state.flows?.[id],
       save: (id, p) => {
         (this.state.flows ??= {})[id] = p;
+        this.changed();
         return this.saveState();
       },
     });
@@ -435,6 +446,24 @@ export class Client {
     );
     if (r.status !== 200) throw new Error(`option set ${setId}: ${r.status} ${r.body?.detail ?? ''}`);
     return r.body.data;
+  }
+
+  /**
+   * Calls `listener` after anything the getters answer may have changed: storage read, a new bundle
+   * applied, identify, reset, flow progress. Returns the unsubscribe function.
+   */
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  private changed(): void {
+    for (const l of this.listeners)
+      try {
+        l();
+      } catch {
+        /* a throwing listener must not break the client */
+      }
   }
 
   isLocked(): boolean {

@@ -50,6 +50,7 @@ export class ConfigStore {
     private get: Get,
     private bundled: Bundle | undefined,
     private tooNew: (b: Bundle) => void,
+    private changed: () => void,
   ) {}
 
   async load(): Promise<void> {
@@ -75,6 +76,7 @@ export class ConfigStore {
     }
     this.bundle = bundle;
     this.etag = r.header('etag');
+    this.changed();
     await this.storage.setItem(this.key, JSON.stringify({ bundle, etag: this.etag }));
   }
 

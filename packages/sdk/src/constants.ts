@@ -1,5 +1,5 @@
 /** The client-side constants of the service contract (spec.md "Limits"), in one place. */
-export const SDK_VERSION = '1.1.0';
+export const SDK_VERSION = '1.2.0';
 export const SCHEMA_VERSION = 1;
 
 /** Events per upload batch and seconds between automatic flushes, until bootstrap says otherwise. */
