@@ -34,6 +34,9 @@ export function clusterEnv(databaseUrl: string, extra: Record<string, string> = 
     DATA_DIR: `/tmp/svc-cluster-${randomBytes(4).toString('hex')}`,
     ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     ALLOW_PRIVATE_TARGETS: '1',
+    // One client address for every tenant the tests sign up (see test/helpers/server.ts).
+    SIGNUP_ADDRESS_LIMIT: '10000',
+    SIGN_IN_ADDRESS_FAILURES: '10000',
     // One issuer for every instance: tokens signed by one are verified by the others.
     PUBLIC_URL: 'http://cluster.test',
     LOG_LEVEL: process.env.CLUSTER_LOG_LEVEL ?? 'warn',

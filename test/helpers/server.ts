@@ -30,6 +30,10 @@ export async function startTestServer(env: Record<string, string> = {}, database
       HOST: '127.0.0.1',
       ALLOW_PRIVATE_TARGETS: '1',
       SUPER_ADMIN_EMAILS: 'root@example.com',
+      // Every test client is 127.0.0.1: one address signs up hundreds of tenants. The throttle's own
+      // tests (test/auth-throttle.test.ts) set these back to small numbers.
+      SIGNUP_ADDRESS_LIMIT: '10000',
+      SIGN_IN_ADDRESS_FAILURES: '10000',
       ...env,
       DATABASE_URL: dbUrl,
     },

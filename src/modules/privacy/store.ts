@@ -47,12 +47,17 @@ export function createPrivacyStore(db: Queryable) {
   return {
     /** The app's hash key, made on first use (two racing callers get the same one). */
     async hashKey(scope: Scope, tx?: Tx): Promise<Buffer> {
-      const { rows } = await (tx ?? db).query<{ hash_key: Buffer }>(
-        `WITH made AS (
-           INSERT INTO privacy_keys (app_id, tenant_id, hash_key) VALUES ($2, $1, $3)
-           ON CONFLICT (app_id) DO NOTHING RETURNING hash_key)
-         SELECT hash_key FROM made UNION ALL SELECT hash_key FROM privacy_keys WHERE app_id = $2 AND tenant_id = $1`,
+      const q = tx ?? db;
+      const made = await q.query<{ hash_key: Buffer }>(
+        `INSERT INTO privacy_keys (app_id, tenant_id, hash_key) VALUES ($2, $1, $3)
+         ON CONFLICT (app_id) DO NOTHING RETURNING hash_key`,
         [scope.tenantId, scope.appId, randomBytes(32)],
+      );
+      if (made.rows[0]) return made.rows[0].hash_key;
+      // Another caller made it: a new statement sees its row (one statement's snapshot would not).
+      const { rows } = await q.query<{ hash_key: Buffer }>(
+        'SELECT hash_key FROM privacy_keys WHERE tenant_id = $1 AND app_id = $2',
+        [scope.tenantId, scope.appId],
       );
       return rows[0].hash_key;
     },
