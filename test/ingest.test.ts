@@ -24,7 +24,7 @@ describe('ingest: batch rules', () => {
     const batch = [makeEvent(), makeEvent({ event_name: 'session_start' })];
     const r = await send(batch);
     assert.equal(r.status, 202);
-    assert.deepEqual(r.body, { accepted: 2, rejected: 0, sampled: 0, consent_declined: 0 });
+    assert.deepEqual(r.body, { accepted: 2, rejected: 0, sampled: 0, consent_declined: 0, suppressed: 0 });
     const rows = await stored(batch.map((e) => e.event_id));
     assert.equal(rows.length, 2);
     assert.equal(rows[0].environment, 'production');

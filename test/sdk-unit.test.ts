@@ -236,7 +236,9 @@ function fakeService(answers: (number | [number, Record<string, string>])[]) {
     const a = answers.shift() ?? 202;
     const [status, headers] = Array.isArray(a) ? a : [a, {}];
     const body =
-      status === 202 ? { accepted: ids.length, rejected: 0, sampled: 0, consent_declined: 0 } : { code: 'x' };
+      status === 202
+        ? { accepted: ids.length, rejected: 0, sampled: 0, consent_declined: 0, suppressed: 0 }
+        : { code: 'x' };
     return { status, headers: new Headers(headers), text: async () => JSON.stringify(body) };
   };
   return { calls, fetchFn, maxInFlight: () => maxInFlight };
