@@ -107,13 +107,24 @@ export function createRollupRunner({
     return { folded, watermark: Number(watermark), rebuilt, horizonReached: reached };
   }
 
+  /** One fold; concurrent callers in this process share the run in flight. */
+  function run(): Promise<RunResult> {
+    running ??= runOnce().finally(() => {
+      running = null;
+    });
+    return running;
+  }
+
   return {
-    /** One fold; concurrent callers in this process share the run in flight. */
-    run(): Promise<RunResult> {
-      running ??= runOnce().finally(() => {
-        running = null;
-      });
-      return running;
+    run,
+    /**
+     * A fold that starts after this call, so its horizon covers every event committed before it.
+     * A run in flight (the job's) may have taken its horizon earlier: its answer would miss those
+     * events, so it is waited for first (its failure is its caller's), then a run is shared again.
+     */
+    async runAfterNow(): Promise<RunResult> {
+      await running?.catch(() => undefined);
+      return run();
     },
   };
 }
