@@ -7,6 +7,7 @@ import type { Db } from './db/pool.js';
 import { createAuth } from './http/auth.js';
 import { createGlobalLimiter, createSlidingWindowLimiter } from './http/rate-limit.js';
 import { createLimitStore, createPgAdNetworkLimiter } from './http/rate-limit-store.js';
+import { createBackgroundTasks } from './jobs/background.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
@@ -236,7 +237,9 @@ export async function compose({
   });
   const analytics = createAnalyticsService({ read: analyticsRead, runner: rollups, funnels });
   const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
-  let refreshing: Promise<unknown> = Promise.resolve();
+  // The refresh after each fold runs beside the fold chain; the stop waits for it before the pool closes.
+  const afterFold = createBackgroundTasks((err) => logger.warn({ err }, 'funnel answers refresh failed'));
+  let stopping = false;
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
 
   // Operations endpoints (/livez, /readyz, /metrics): every role serves them; metrics first, its hooks see every route.
@@ -275,7 +278,11 @@ export async function compose({
   const jobHandlers: JobHandlers = {
     'maintenance.event-partitions': () => ensureEventPartitions(db),
     'config-stream.prune': async () => void (await configChanges.prune(config.configStream.retentionHours)),
-    'ad-network.sync': () => adNetwork.sync.runAll((msg, err) => adNetworkLog.warn({ err }, msg)),
+    'ad-network.sync': () =>
+      adNetwork.sync.runAll(
+        (msg, err) => adNetworkLog.warn({ err }, msg),
+        () => stopping,
+      ),
     ...webhookJobs({ queue: webhookQueue }),
     ...exportJobs.handlers,
     // After each fold, the funnel answers it made stale (paced by ANALYTICS_FUNNEL_REFRESH_S), beside
@@ -283,25 +290,37 @@ export async function compose({
     // chain waited for it (the steady state's lag grew by that much every minute).
     'analytics.rollup': async () => {
       await rollupJob();
-      refreshing = funnels.refresh().catch((err) => logger.warn({ err }, 'funnel answers refresh failed'));
+      afterFold.start(() => funnels.refresh());
     },
   };
 
-  const close = async () => {
+  /**
+   * The stop's first step: long work ends at its next safe point (a fold after its round, a funnel
+   * refresh after its answer, an ad-network sync after its app) and running exports are interrupted
+   * (they run again after the restart), so the jobs running them end soon; the export schema fold ends.
+   */
+  const stopWork = async () => {
+    stopping = true;
     stopRollupKick();
+    funnels.stop();
+    void rollups.stop();
+    await exportJobs.stop();
+  };
+  /** After HTTP and the job queue have stopped: every loop, timer, thread and connection, in order. */
+  const close = async () => {
     await ingestWriter.close();
     bundles.stop();
     await notifications.stop();
-    await exportJobs.stop();
     await webhookWorker.stop();
     await outbound.close();
     await adNetwork.close();
-    await refreshing;
+    await rollups.stop();
+    await afterFold.close();
     await foldWorkers.close();
     await limiter.close();
   };
   const drain = () => {
     lifecycle.draining = true;
   };
-  return { plugins, opsPlugins, jobHandlers: metrics.instrumentJobs(jobHandlers), drain, close };
+  return { plugins, opsPlugins, jobHandlers: metrics.instrumentJobs(jobHandlers), drain, stopWork, close };
 }

@@ -33,6 +33,9 @@ export function createJobQueue({
     schedule: runsWorkers,
   });
   let stopping = false;
+  // Handlers running: stop waits for each (pg-boss's own wait gives up at its timeout, fails the job
+  // and closes its connections while the handler still runs on the service's pool).
+  const inFlight = new Set<Promise<void>>();
   // Resolved once every queue of the catalog exists: before that, a send inserts nothing and answers null.
   let markStarted!: () => void;
   const started = new Promise<void>((resolve) => (markStarted = resolve));
@@ -58,8 +61,16 @@ export function createJobQueue({
         if (!runsWorkers) continue;
         await boss.work<JobPayload<typeof name>>(name, { batchSize: 1, pollingIntervalSeconds: 1 }, async ([job]) => {
           if (!Value.Check(d.payload, job.data)) throw new Error(`invalid payload for ${name}`);
+          // Fetched as the queue stopped: failed now, so pg-boss runs it again after the restart.
+          if (stopping) throw new Error(`${name} not started: the job queue is stopping`);
           // The payload was checked against this job's schema just above; TS cannot tie name and payload together.
-          await (handlers[name] as (payload: unknown) => Promise<void>)(job.data);
+          const run = (handlers[name] as (payload: unknown) => Promise<void>)(job.data);
+          inFlight.add(run);
+          try {
+            await run;
+          } finally {
+            inFlight.delete(run);
+          }
         });
         if (d.cron) await boss.schedule(name, d.cron, {});
       }
@@ -76,8 +87,15 @@ export function createJobQueue({
     ): Promise<string | null> {
       return boss.send(name, payload, options);
     },
+    /**
+     * No job starts from now on; the running ones are waited for, however long (their owners end
+     * long work at a safe point: the caller asks them first), and recorded as done by pg-boss before
+     * it closes its connections.
+     */
     async stop(): Promise<void> {
       stopping = true;
+      if (runsWorkers) for (const name of Object.keys(JOBS)) await boss.offWork(name).catch(() => undefined);
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
       await boss.stop({ graceful: true, timeout: 10_000, wait: true });
     },
   };

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 
@@ -22,7 +22,11 @@ export interface TestServer extends RunningServer {
   config: Config;
 }
 
-export async function startTestServer(env: Record<string, string> = {}, databaseUrl?: string): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  databaseUrl?: string,
+  logger: Logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' }),
+): Promise<TestServer> {
   const dbUrl = databaseUrl ?? (await createTestDatabase());
   const config = loadConfig(
     {
@@ -39,7 +43,7 @@ export async function startTestServer(env: Record<string, string> = {}, database
       encryptionKey: createHash('sha256').update(dbUrl).digest(),
     },
   );
-  const server = await startServer(config, pino({ level: process.env.LOG_LEVEL ?? 'silent' }));
+  const server = await startServer(config, logger);
   const db = new pg.Pool({ connectionString: dbUrl, max: 4 });
   return {
     ...server,

@@ -38,6 +38,8 @@ export function createRollupRunner({
   writerWaitMs?: number;
 }) {
   let running: Promise<RunResult> | null = null;
+  // Set by stop(): a run ends after its current round (the watermarks keep what it folded).
+  let stopped = false;
   // Events folded since the last ANALYZE of the rollups, and in total then. A process starts from the
   // stored total: counting from zero, a process started on a big database analyzed every 50,000
   // events (1.4 s each at 10M events, every 2.5 s at 20,000 events/s).
@@ -72,6 +74,7 @@ export function createRollupRunner({
   async function runOnce(): Promise<RunResult> {
     const rebuilt: string[] = [];
     for (const app of await store.appsNeedingRebuild()) {
+      if (stopped) break;
       await store.rebuildApp(app.app_id, app.timezone, chunkSize);
       rebuilt.push(app.app_id);
       await store.analyze();
@@ -81,12 +84,12 @@ export function createRollupRunner({
     atAnalyze ??= Number(state.events_folded);
     let watermark = state.watermark;
     let reached = false;
-    for (let pass = 0; pass < MAX_PASSES; pass++) {
+    for (let pass = 0; pass < MAX_PASSES && !stopped; pass++) {
       const upper = await safeUpper();
       if (upper === null) break;
       reached = true;
       const passFrom = Number(watermark);
-      while (watermark < upper) {
+      while (watermark < upper && !stopped) {
         const r = await store.foldChunk(upper, chunkSize);
         folded += r.folded;
         sinceAnalyze += r.folded;
@@ -125,6 +128,11 @@ export function createRollupRunner({
     async runAfterNow(): Promise<RunResult> {
       await running?.catch(() => undefined);
       return run();
+    },
+    /** The service's stop: the run in flight ends after its current round; resolves once it has. */
+    async stop(): Promise<void> {
+      stopped = true;
+      await running?.catch(() => undefined);
     },
   };
 }
