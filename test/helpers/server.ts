@@ -3,6 +3,7 @@ import pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { serverStarted, serverStopped } from './linger.js';
 
 const BASE_URL = process.env.TEST_PG_URL ?? 'postgres://postgres:postgres@127.0.0.1:55432/postgres';
 
@@ -44,6 +45,7 @@ export async function startTestServer(
     },
   );
   const server = await startServer(config, logger);
+  serverStarted();
   const db = new pg.Pool({ connectionString: dbUrl, max: 4 });
   return {
     ...server,
@@ -53,6 +55,7 @@ export async function startTestServer(
     stop: async () => {
       await db.end();
       await server.stop();
+      serverStopped();
     },
   };
 }
