@@ -14,6 +14,9 @@ async function retryOnDeadlock<T>(fn: () => Promise<T>, attempts = 5): Promise<T
   }
 }
 
+/** Longest wait of a pg-boss query for one of its pool's connections (see createJobQueue). */
+const CONNECT_WAIT_MS = 10_000;
+
 /** The durable queue (pg-boss, in the service's own database) driven by the typed catalog. */
 export function createJobQueue({
   url,
@@ -28,6 +31,13 @@ export function createJobQueue({
     connectionString: url,
     schema: 'pgboss',
     max: 4,
+    // pg's pool, once ended, neither serves nor fails a query still waiting for a connection (checked
+    // on pg-pool 3). A worker's poll queued behind the 4 busy ones when pg-boss closes its pool then
+    // never returns, and pg-boss's stop polls that worker's state every second for good: a ref'd
+    // timer, the likely cause of a test file lingering with two timers and no socket under load. A
+    // wait for a connection now fails after this long, and the stopped worker's loop ends with it.
+    // (pg-boss hands its options to pg.Pool; its types omit this one.)
+    ...{ connectionTimeoutMillis: CONNECT_WAIT_MS },
     // Only worker processes maintain the queue and fire cron schedules.
     supervise: runsWorkers,
     schedule: runsWorkers,
