@@ -42,15 +42,24 @@ if (!args.includes('--no-typecheck')) {
 // npm test runs this file under tsx, so the TypeScript source imports directly.
 const { startEmbeddedDb } = await import('../src/db/embedded.ts');
 
-// A free port and a private directory per run, so several runs can share the machine.
-const port = process.env.TEST_PG_PORT ? Number(process.env.TEST_PG_PORT) : await freePort();
-const dataDir = path.join(root, '.test-data', `run-${port}`);
-rmSync(dataDir, { recursive: true, force: true });
-// A start-up that cannot work (an unreachable, unwritable or full directory) says why in one line.
-const pg = await startEmbeddedDb(dataDir, port, (m) => console.log(m), 'postgres').catch((err) => {
-  console.error(`test database server did not start: ${err?.message ?? err}`);
-  process.exit(1);
-});
+// A free port and a private directory per run, so several runs can share the machine. Another
+// process can take the free port before PostgreSQL binds it (seen on a loaded machine): a start that
+// fails is tried again on another free port, twice at most.
+let port;
+let dataDir;
+let pg;
+for (let attempt = 1; !pg; attempt++) {
+  port = process.env.TEST_PG_PORT ? Number(process.env.TEST_PG_PORT) : await freePort();
+  dataDir = path.join(root, '.test-data', `run-${port}`);
+  rmSync(dataDir, { recursive: true, force: true });
+  pg = await startEmbeddedDb(dataDir, port, (m) => console.log(m), 'postgres').catch((err) => {
+    // A start-up that cannot work (an unreachable, unwritable or full directory) says why in one line.
+    console.error(`test database server did not start: ${err?.message ?? err}`);
+    rmSync(dataDir, { recursive: true, force: true });
+    if (process.env.TEST_PG_PORT || attempt >= 3) process.exit(1);
+    return undefined;
+  });
+}
 console.log(`test database server on port ${port}`);
 
 const files = only.length
@@ -70,9 +79,11 @@ const code = await new Promise((resolve) => {
       '--test',
       '--test-concurrency=2',
       '--test-timeout=300000',
-      // A file's process exits once its tests and hooks (servers stopped) are done, as the service does
-      // after a stop (src/main.ts); a handle still open then no longer holds it until the timeout.
-      '--test-force-exit',
+      // A file's process exits once its tests and hooks are done, as the service does after its stop.
+      // `--no-force-exit` lets a file's process exit on its own instead (a handle left open then fails
+      // the file at the timeout, and test/helpers/linger.ts prints what holds it): one of 48 files kept
+      // two timers past its last stop under load, so far not reproduced alone (README, Tests).
+      ...(args.includes('--no-force-exit') ? [] : ['--test-force-exit']),
       '--test-reporter=spec',
       ...runnerArgs,
       ...files,

@@ -45,6 +45,9 @@ export async function buildApp({
     // up to 20% on the smallest routes (measured on the bundle version check). Failures are logged by
     // the error handler, with the request id, through the service's own logger.
     bodyLimit: 1024 * 1024,
+    // Fastify's default of 10 s per plugin failed starts on a loaded machine (@fastify/swagger-ui,
+    // three instances starting at once in test/startup.test.ts): a slow start is not a broken one.
+    pluginTimeout: 60_000,
     // While closing, requests already on an open connection are served, not answered 503: a rolling
     // restart must not fail requests that arrived before the listener closed.
     return503OnClosing: false,

@@ -8,6 +8,7 @@ import { createAuth } from './http/auth.js';
 import { createGlobalLimiter, createSlidingWindowLimiter } from './http/rate-limit.js';
 import { createLimitStore, createPgAdNetworkLimiter } from './http/rate-limit-store.js';
 import { servesHttps } from './http/security-headers.js';
+import { createBackgroundTasks } from './jobs/background.js';
 import type { JobHandlers } from './jobs/catalog.js';
 import type { JobQueue } from './jobs/queue.js';
 import { createOutboundClient } from './outbound/client.js';
@@ -289,7 +290,9 @@ export async function compose({
   const experimentJob = experimentFoldJob({ fold: experimentFold, jobs, intervalS: config.rollupIntervalS });
   const stopExperimentKick = config.runsWorkers ? kickExperimentFold(jobs) : () => undefined;
   const rollupJob = rollupJobHandler({ runner: rollups, jobs, intervalS: config.rollupIntervalS });
-  let refreshing: Promise<unknown> = Promise.resolve();
+  // The refresh after each fold runs beside the fold chain; the stop waits for it before the pool closes.
+  const afterFold = createBackgroundTasks((err) => logger.warn({ err }, 'funnel answers refresh failed'));
+  let stopping = false;
   const stopRollupKick = config.runsWorkers ? kickRollupChain(jobs) : () => undefined;
   // A deletion whose job died with its process (kill -9) goes on as soon as a worker starts.
   if (config.runsWorkers)
@@ -310,6 +313,8 @@ export async function compose({
     foldNow: () => rollups.run(),
     purgeExportFiles: () => exportJobs.handlers['export.cleanup'](),
     analyticsTimeoutMs: 30 * 60_000,
+    // A stop does not wait for a rebuild: the job ends and the deletion resumes at the next start.
+    isStopping: () => stopping,
   });
 
   // Operations endpoints (/livez, /readyz, /metrics): every role serves them; metrics first, its hooks see every route.
@@ -350,7 +355,11 @@ export async function compose({
   const jobHandlers: JobHandlers = {
     'maintenance.event-partitions': () => ensureEventPartitions(db),
     'config-stream.prune': async () => void (await configChanges.prune(config.configStream.retentionHours)),
-    'ad-network.sync': () => adNetwork.sync.runAll((msg, err) => adNetworkLog.warn({ err }, msg)),
+    'ad-network.sync': () =>
+      adNetwork.sync.runAll(
+        (msg, err) => adNetworkLog.warn({ err }, msg),
+        () => stopping,
+      ),
     ...webhookJobs({ queue: webhookQueue }),
     ...exportJobs.handlers,
     'privacy.delete': deletionJob.run,
@@ -373,26 +382,38 @@ export async function compose({
     'experiments.fold': experimentJob,
     'analytics.rollup': async () => {
       await rollupJob();
-      refreshing = funnels.refresh().catch((err) => logger.warn({ err }, 'funnel answers refresh failed'));
+      afterFold.start(() => funnels.refresh());
     },
   };
 
-  const close = async () => {
+  /**
+   * The stop's first step: long work ends at its next safe point (a fold after its round, a funnel
+   * refresh after its answer, an ad-network sync after its app) and running exports are interrupted
+   * (they run again after the restart), so the jobs running them end soon; the export schema fold ends.
+   */
+  const stopWork = async () => {
+    stopping = true;
     stopRollupKick();
     stopExperimentKick();
+    funnels.stop();
+    void rollups.stop();
+    await exportJobs.stop();
+  };
+  /** After HTTP and the job queue have stopped: every loop, timer, thread and connection, in order. */
+  const close = async () => {
     await ingestWriter.close();
     bundles.stop();
     await notifications.stop();
-    await exportJobs.stop();
     await webhookWorker.stop();
     await outbound.close();
     await adNetwork.close();
-    await refreshing;
+    await rollups.stop();
+    await afterFold.close();
     await foldWorkers.close();
     await limiter.close();
   };
   const drain = () => {
     lifecycle.draining = true;
   };
-  return { plugins, opsPlugins, jobHandlers: metrics.instrumentJobs(jobHandlers), drain, close };
+  return { plugins, opsPlugins, jobHandlers: metrics.instrumentJobs(jobHandlers), drain, stopWork, close };
 }

@@ -259,8 +259,10 @@ describe('analytics: trial conversions folded in either order', () => {
 // least ANALYTICS_FOLD_PARALLEL_MIN seqs, or when the pass before was that big (a catch-up); small
 // passes (the steady state) leave them to the next interval.
 describe('analytics: a run catches up with events committed behind its horizon', () => {
-  // No interval run during the test.
-  const s = useTenantApp({ ROLLUP_INTERVAL_S: '3600', ANALYTICS_FOLD_PARALLEL_MIN: '5' });
+  // Only the test's runs fold: no job worker (the chain's first run, sent at start, or the minute
+  // cron's). A job run that took its horizon between the test's ingest and its writer's lock folded
+  // that horizon only (seen: [1, 1] for [3, 3]), even for the admin call made after it.
+  const s = useTenantApp({ ROLE: 'api', ROLLUP_INTERVAL_S: '3600', ANALYTICS_FOLD_PARALLEL_MIN: '5' });
   let rootToken: string | undefined;
 
   /**
@@ -330,5 +332,57 @@ describe('analytics: a run catches up with events committed behind its horizon',
   it('leaves a small batch behind a small pass to the next run', async () => {
     const r = await runWithBatchBehindHorizon(1, 2);
     assert.deepEqual([r.folded, r.watermark, r.reached], [1, r.last - 2, true]);
+  });
+});
+
+// The admin fold answers for every event committed before the call, even when the job's run is in
+// flight with a horizon taken before those events: it waits for that run, then folds (jobs.ts
+// runAfterNow). Joining the run in flight, it answered that run's fold (seen: 1 event of 3).
+describe('analytics: the admin fold called while the job runs', () => {
+  // The job chain folds every second; a small tail is left to the next run (no second pass).
+  const s = useTenantApp({ ROLLUP_INTERVAL_S: '1', ANALYTICS_FOLD_PARALLEL_MIN: '1000' });
+
+  it('answers a fold covering the events committed before the call', async () => {
+    const token = (
+      await s.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' })
+    ).body.token;
+    const hold = async () => {
+      const writer = await s.server.db.connect();
+      await writer.query(`BEGIN`);
+      await writer.query(`LOCK TABLE events IN ROW EXCLUSIVE MODE`);
+      return writer;
+    };
+    const writers = [await hold()];
+    try {
+      // A job run took its horizon and waits for the writer (it polls the writer's transaction).
+      await until(
+        async () => {
+          const { rows } = await s.server.db.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND query LIKE '%JOIN unnest($1::int[], $2::text[])%'`,
+          );
+          return rows[0].n > 0;
+        },
+        () => 'a job run waits for the open insert',
+      );
+      // Its second look will find this writer open and keep its first horizon.
+      writers.push(await hold());
+      const batch = Array.from({ length: 3 }, () => makeEvent({ event_name: 'app_open', ts_ms: Date.now() - 60_000 }));
+      const r = await s.c.post('/api/v1/ingest/events', { batch }, { 'x-api-key': s.t.live.public_key });
+      assert.equal(r.status, 202, r.text);
+      const { rows } = await s.server.db.query(`SELECT max(seq)::int AS last FROM events`);
+      const fold = s.c.post('/api/v1/admin/analytics/rollup', {}, { authorization: `Bearer ${token}` });
+      // The call reaches the service while the job's run still waits; then that run looks again, finds
+      // the second writer open, and keeps its first horizon.
+      await sleep(300);
+      await writers[0].query(`COMMIT`);
+      await sleep(300);
+      await writers[1].query(`COMMIT`);
+      const answer = await fold;
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.body.data.watermark, rows[0].last);
+    } finally {
+      for (const w of writers) w.release();
+    }
   });
 });

@@ -14,8 +14,13 @@ after(async () => {
 describe('start-up', () => {
   it('runs migrations safely when several instances start at once on a fresh database', async () => {
     const url = await createTestDatabase();
-    const started = await Promise.all([startTestServer({}, url), startTestServer({}, url), startTestServer({}, url)]);
-    servers.push(...started);
+    // Every instance that started is stopped after the file, even when another failed to start.
+    const starts = await Promise.allSettled([0, 1, 2].map(() => startTestServer({}, url)));
+    for (const r of starts) if (r.status === 'fulfilled') servers.push(r.value);
+    const started = starts.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      return r.value;
+    });
     const { rows } = await started[0].db.query(
       'SELECT count(*)::int AS n, count(DISTINCT name)::int AS d FROM schema_migrations',
     );

@@ -14,6 +14,9 @@ async function retryOnDeadlock<T>(fn: () => Promise<T>, attempts = 5): Promise<T
   }
 }
 
+/** Longest wait of a pg-boss query for one of its pool's connections (see createJobQueue). */
+const CONNECT_WAIT_MS = 10_000;
+
 /** The durable queue (pg-boss, in the service's own database) driven by the typed catalog. */
 export function createJobQueue({
   url,
@@ -28,11 +31,21 @@ export function createJobQueue({
     connectionString: url,
     schema: 'pgboss',
     max: 4,
+    // pg's pool, once ended, neither serves nor fails a query still waiting for a connection (checked
+    // on pg-pool 3). A worker's poll queued behind the 4 busy ones when pg-boss closes its pool then
+    // never returns, and pg-boss's stop polls that worker's state every second for good: a ref'd
+    // timer, the likely cause of a test file lingering with two timers and no socket under load. A
+    // wait for a connection now fails after this long, and the stopped worker's loop ends with it.
+    // (pg-boss hands its options to pg.Pool; its types omit this one.)
+    ...{ connectionTimeoutMillis: CONNECT_WAIT_MS },
     // Only worker processes maintain the queue and fire cron schedules.
     supervise: runsWorkers,
     schedule: runsWorkers,
   });
   let stopping = false;
+  // Handlers running: stop waits for each (pg-boss's own wait gives up at its timeout, fails the job
+  // and closes its connections while the handler still runs on the service's pool).
+  const inFlight = new Set<Promise<void>>();
   // Resolved once every queue of the catalog exists: before that, a send inserts nothing and answers null.
   let markStarted!: () => void;
   const started = new Promise<void>((resolve) => (markStarted = resolve));
@@ -58,8 +71,16 @@ export function createJobQueue({
         if (!runsWorkers) continue;
         await boss.work<JobPayload<typeof name>>(name, { batchSize: 1, pollingIntervalSeconds: 1 }, async ([job]) => {
           if (!Value.Check(d.payload, job.data)) throw new Error(`invalid payload for ${name}`);
+          // Fetched as the queue stopped: failed now, so pg-boss runs it again after the restart.
+          if (stopping) throw new Error(`${name} not started: the job queue is stopping`);
           // The payload was checked against this job's schema just above; TS cannot tie name and payload together.
-          await (handlers[name] as (payload: unknown) => Promise<void>)(job.data);
+          const run = (handlers[name] as (payload: unknown) => Promise<void>)(job.data);
+          inFlight.add(run);
+          try {
+            await run;
+          } finally {
+            inFlight.delete(run);
+          }
         });
         if (d.cron) await boss.schedule(name, d.cron, {});
       }
@@ -76,8 +97,15 @@ export function createJobQueue({
     ): Promise<string | null> {
       return boss.send(name, payload, options);
     },
+    /**
+     * No job starts from now on; the running ones are waited for, however long (their owners end
+     * long work at a safe point: the caller asks them first), and recorded as done by pg-boss before
+     * it closes its connections.
+     */
     async stop(): Promise<void> {
       stopping = true;
+      if (runsWorkers) for (const name of Object.keys(JOBS)) await boss.offWork(name).catch(() => undefined);
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
       await boss.stop({ graceful: true, timeout: 10_000, wait: true });
     },
   };

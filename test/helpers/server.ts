@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { serverStarted, serverStopped } from './linger.js';
 
 const BASE_URL = process.env.TEST_PG_URL ?? 'postgres://postgres:postgres@127.0.0.1:55432/postgres';
 
@@ -22,7 +23,11 @@ export interface TestServer extends RunningServer {
   config: Config;
 }
 
-export async function startTestServer(env: Record<string, string> = {}, databaseUrl?: string): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  databaseUrl?: string,
+  logger: Logger = pino({ level: process.env.LOG_LEVEL ?? 'silent' }),
+): Promise<TestServer> {
   const dbUrl = databaseUrl ?? (await createTestDatabase());
   const config = loadConfig(
     {
@@ -43,7 +48,8 @@ export async function startTestServer(env: Record<string, string> = {}, database
       encryptionKey: createHash('sha256').update(dbUrl).digest(),
     },
   );
-  const server = await startServer(config, pino({ level: process.env.LOG_LEVEL ?? 'silent' }));
+  const server = await startServer(config, logger);
+  serverStarted();
   const db = new pg.Pool({ connectionString: dbUrl, max: 4 });
   return {
     ...server,
@@ -53,6 +59,7 @@ export async function startTestServer(env: Record<string, string> = {}, database
     stop: async () => {
       await db.end();
       await server.stop();
+      serverStopped();
     },
   };
 }

@@ -136,8 +136,10 @@ export function createSync({
   return {
     syncApp,
     /** Job handler: every connected app, one at a time; one app's failure does not stop the others. */
-    async runAll(log: (msg: string, err?: unknown) => void = () => undefined) {
+    async runAll(log: (msg: string, err?: unknown) => void = () => undefined, stopping = () => false) {
       for (const scope of await store.connectedApps()) {
+        // The service is stopping: the apps not yet synced wait for the next run.
+        if (stopping()) return;
         try {
           const r = await syncApp(scope);
           if (r.errors.length) log(`ad-network sync ${scope.appId}: ${r.errors.join(' | ')}`);

@@ -27,6 +27,8 @@ export function createFunnelAnswers({
   const hash = (steps: FunnelStep[]) =>
     createHash('sha256').update(JSON.stringify(steps)).digest('base64url').slice(0, 22);
   let lastRefresh = 0;
+  // Set by the service's stop: a refresh ends after the answer it is computing.
+  let stopped = false;
 
   async function compute(
     scope: Scope,
@@ -66,7 +68,7 @@ export function createFunnelAnswers({
      * than delaying the fold. `force` (the admin endpoint) skips the pacing and the budget.
      */
     async refresh(force = false, budgetMs = 10_000): Promise<number> {
-      if (!force && Date.now() - lastRefresh < refreshS * 1000) return 0;
+      if (stopped || (!force && Date.now() - lastRefresh < refreshS * 1000)) return 0;
       const started = (lastRefresh = Date.now());
       let n = 0;
       for (const app of await store.stale(Object.keys(FUNNELS).length, 1000)) {
@@ -75,11 +77,17 @@ export function createFunnelAnswers({
         if (!ctx) continue;
         const extra = await read.funnelExtra(app);
         for (const name of Object.keys(FUNNELS)) {
+          if (stopped) return n;
           await compute(app, app.env, name, resolveSteps(name, extra), app.version, ctx.timezone, ctx.today);
           n++;
         }
       }
       return n;
+    },
+
+    /** No refresh starts from now on, and one running ends after its current answer. */
+    stop(): void {
+      stopped = true;
     },
   };
 }

@@ -38,6 +38,8 @@ export function createRollupRunner({
   writerWaitMs?: number;
 }) {
   let running: Promise<RunResult> | null = null;
+  // Set by stop(): a run ends after its current round (the watermarks keep what it folded).
+  let stopped = false;
   // Events folded since the last ANALYZE of the rollups, and in total then. A process starts from the
   // stored total: counting from zero, a process started on a big database analyzed every 50,000
   // events (1.4 s each at 10M events, every 2.5 s at 20,000 events/s).
@@ -72,6 +74,7 @@ export function createRollupRunner({
   async function runOnce(): Promise<RunResult> {
     const rebuilt: string[] = [];
     for (const app of await store.appsNeedingRebuild()) {
+      if (stopped) break;
       await store.rebuildApp(app.app_id, app.timezone, chunkSize);
       rebuilt.push(app.app_id);
       await store.analyze();
@@ -81,12 +84,12 @@ export function createRollupRunner({
     atAnalyze ??= Number(state.events_folded);
     let watermark = state.watermark;
     let reached = false;
-    for (let pass = 0; pass < MAX_PASSES; pass++) {
+    for (let pass = 0; pass < MAX_PASSES && !stopped; pass++) {
       const upper = await safeUpper();
       if (upper === null) break;
       reached = true;
       const passFrom = Number(watermark);
-      while (watermark < upper) {
+      while (watermark < upper && !stopped) {
         const r = await store.foldChunk(upper, chunkSize);
         folded += r.folded;
         sinceAnalyze += r.folded;
@@ -107,13 +110,29 @@ export function createRollupRunner({
     return { folded, watermark: Number(watermark), rebuilt, horizonReached: reached };
   }
 
+  /** One fold; concurrent callers in this process share the run in flight. */
+  function run(): Promise<RunResult> {
+    running ??= runOnce().finally(() => {
+      running = null;
+    });
+    return running;
+  }
+
   return {
-    /** One fold; concurrent callers in this process share the run in flight. */
-    run(): Promise<RunResult> {
-      running ??= runOnce().finally(() => {
-        running = null;
-      });
-      return running;
+    run,
+    /**
+     * A fold that starts after this call, so its horizon covers every event committed before it.
+     * A run in flight (the job's) may have taken its horizon earlier: its answer would miss those
+     * events, so it is waited for first (its failure is its caller's), then a run is shared again.
+     */
+    async runAfterNow(): Promise<RunResult> {
+      await running?.catch(() => undefined);
+      return run();
+    },
+    /** The service's stop: the run in flight ends after its current round; resolves once it has. */
+    async stop(): Promise<void> {
+      stopped = true;
+      await running?.catch(() => undefined);
     },
   };
 }

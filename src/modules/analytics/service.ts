@@ -112,9 +112,12 @@ export function createAnalyticsService({
   }
 
   return {
-    /** One fold, then the funnel answers it made stale (the admin endpoint: the pipeline settled now). */
+    /**
+     * One fold started after the call, then the funnel answers it made stale (the admin endpoint:
+     * the pipeline settled now, every event committed before the call folded).
+     */
     async runRollup() {
-      const r = await runner.run();
+      const r = await runner.runAfterNow();
       await funnels.refresh(true);
       return r;
     },

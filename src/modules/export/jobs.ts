@@ -193,8 +193,8 @@ export function createExportJobs(deps: ExportJobDeps) {
       for (const ac of running) ac.abort();
       const until = Date.now() + 5000;
       while (running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-      // Bounded: a fold stuck behind a lock must not hold up shutdown (it is redone from the watermark).
-      if (folding) await Promise.race([folding, new Promise((r) => setTimeout(r, 5000).unref())]);
+      // Waited for to its end: the pool closes after this, and a fold left running failed on it.
+      if (folding) await folding;
     },
   };
 }

@@ -27,6 +27,7 @@ export function createDeletionJob({
   foldNow,
   purgeExportFiles,
   analyticsTimeoutMs,
+  isStopping = () => false,
 }: {
   db: Db;
   store: PrivacyStore;
@@ -36,6 +37,8 @@ export function createDeletionJob({
   /** Deletes the files of expired exports now. */
   purgeExportFiles(): Promise<unknown>;
   analyticsTimeoutMs: number;
+  /** True once the service stops: a wait for the rebuild ends (the deletion resumes at the next start). */
+  isStopping?(): boolean;
 }) {
   const now = () => new Date().toISOString();
 
@@ -105,6 +108,7 @@ export function createDeletionJob({
         const deadline = Date.now() + analyticsTimeoutMs;
         while (asked && !(await erase.analyticsRebuilt(scope))) {
           if (Date.now() > deadline) throw new Error('the analytics rebuild did not finish in time; the job retries');
+          if (isStopping()) throw new Error('the service is stopping; the deletion resumes at the next start');
           await foldNow();
           await store.touch(scope, id);
           if (!(await erase.analyticsRebuilt(scope))) await new Promise((r) => setTimeout(r, POLL_MS));
