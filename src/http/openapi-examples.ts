@@ -36,7 +36,7 @@ const BUNDLE_HEAD = { bundle_version: 12, sdk_min_version: '1.2.0', generated_at
 export const EXAMPLES: Record<string, RouteExamples> = {
   'POST /api/v1/ingest/events': {
     body: { batch: [EVENT] },
-    responses: { 202: { accepted: 1, rejected: 0, sampled: 0, consent_declined: 0 } },
+    responses: { 202: { accepted: 1, rejected: 0, sampled: 0, consent_declined: 0, suppressed: 0 } },
   },
   'POST /api/v1/ingest/identify': {
     body: {
@@ -45,7 +45,7 @@ export const EXAMPLES: Record<string, RouteExamples> = {
       ts_ms: 1767225660000,
       traits: { plan: 'pro', signup_source: 'ad' },
     },
-    responses: { 202: { linked: true, duplicate: false } },
+    responses: { 202: { linked: true, duplicate: false, suppressed: false } },
   },
   'GET /api/v1/sdk/bootstrap': {
     responses: {
