@@ -68,51 +68,43 @@ SELECT x.id AS experiment_id, x.key, x.variants, e.tenant_id, e.app_id, e.enviro
   FROM e JOIN experiments x ON x.app_id = e.app_id AND x.status <> 'draft' AND x.key = e.p ->> 'experiment_id'
  WHERE jsonb_typeof(e.p -> 'variant') = 'string'`;
 
-/**
- * Writes every touched device once, merged and recomputed in one statement: the chunk's exposures
- * ($1, one row per device) merge into the stored state (first exposure moves earlier, a second
- * variant marks the device, coverage needed only grows), then each touched device's metric inputs
- * are recomputed from its own logged metric events inside [t0, t0 + attribution window), so a late
- * exposure or a late conversion lands in its window. Revenue is converted at the USD rate of the
- * purchase's UTC day (decisions §4).
- */
-export const FOLD_DEVICES = `
-WITH n AS MATERIALIZED (
-  SELECT * FROM json_to_recordset($1::json) AS d(experiment_id uuid, tenant_id uuid, app_id uuid, environment text,
+// First exposure moves earlier, a second variant marks the device, coverage needed only grows.
+export const MERGE_DEVICES = `
+INSERT INTO exp_devices (experiment_id, tenant_id, app_id, environment, anon_id, t0, variant, multi, coverage_needed)
+SELECT experiment_id, tenant_id, app_id, environment, anon_id, t0, variant, multi, coverage_needed
+  FROM json_to_recordset($1::json) AS d(experiment_id uuid, tenant_id uuid, app_id uuid, environment text,
        anon_id uuid, t0 timestamptz, variant text, multi boolean, coverage_needed integer)
-), s AS (
-  SELECT n.experiment_id, n.tenant_id, n.app_id, n.environment, n.anon_id, least(o.t0, n.t0) AS t0,
-         coalesce(o.variant, n.variant) AS variant,
-         coalesce(o.multi OR o.variant <> n.variant, false) OR n.multi AS multi,
-         greatest(o.coverage_needed, n.coverage_needed) AS coverage_needed
-    FROM n LEFT JOIN exp_devices o
-      ON o.experiment_id = n.experiment_id AND o.environment = n.environment AND o.anon_id = n.anon_id
-  UNION ALL
-  SELECT d.experiment_id, d.tenant_id, d.app_id, d.environment, d.anon_id, d.t0, d.variant, d.multi, d.coverage_needed
-    FROM exp_touched t
-    JOIN exp_devices d ON d.app_id = t.app_id AND d.environment = t.environment AND d.anon_id = t.anon_id
-   WHERE NOT EXISTS (SELECT 1 FROM n WHERE n.experiment_id = d.experiment_id AND n.environment = d.environment
-                                        AND n.anon_id = d.anon_id)
-)
-INSERT INTO exp_devices AS o (experiment_id, tenant_id, app_id, environment, anon_id, t0, variant, multi,
-                              coverage_needed, trials, paid, refunds, onboarding, revenue_usd, event_names)
-SELECT s.*, a.* FROM s
-  JOIN experiments x ON x.id = s.experiment_id
- CROSS JOIN LATERAL (
-  SELECT count(*) FILTER (WHERE l.event_name = 'purchase_completed' AND l.is_trial)::int AS trials,
-         count(*) FILTER (WHERE l.event_name = 'purchase_completed' AND NOT l.is_trial)::int AS paid,
-         count(*) FILTER (WHERE l.event_name = 'purchase_refunded')::int AS refunds,
-         count(*) FILTER (WHERE l.event_name = 'onboarding_flow_completed')::int AS onboarding,
+ON CONFLICT (experiment_id, environment, anon_id) DO UPDATE SET
+  t0 = least(exp_devices.t0, EXCLUDED.t0),
+  multi = exp_devices.multi OR EXCLUDED.multi OR exp_devices.variant <> EXCLUDED.variant,
+  coverage_needed = greatest(exp_devices.coverage_needed, EXCLUDED.coverage_needed)`;
+
+/**
+ * Recomputes the metric inputs of the touched devices from their own logged metric events inside
+ * [t0, t0 + attribution window): a late exposure or a late conversion lands in its window.
+ * Revenue is converted at the USD rate of the purchase's UTC day (decisions §4).
+ */
+export const RECOMPUTE = `
+WITH agg AS (
+  SELECT d.experiment_id, d.environment, d.anon_id,
+         count(l.event_id) FILTER (WHERE l.event_name = 'purchase_completed' AND l.is_trial)::int AS trials,
+         count(l.event_id) FILTER (WHERE l.event_name = 'purchase_completed' AND NOT l.is_trial)::int AS paid,
+         count(l.event_id) FILTER (WHERE l.event_name = 'purchase_refunded')::int AS refunds,
+         count(l.event_id) FILTER (WHERE l.event_name = 'onboarding_flow_completed')::int AS onboarding,
          coalesce(sum(l.price * usd_rate(l.currency, (l.ts AT TIME ZONE 'UTC')::date))
                     FILTER (WHERE l.event_name = 'purchase_completed' AND NOT l.is_trial), 0) AS revenue_usd,
-         coalesce(array_agg(DISTINCT l.event_name), '{}') AS event_names
-    FROM exp_events l
-   WHERE l.app_id = s.app_id AND l.environment = s.environment AND l.anon_id = s.anon_id
-     AND l.ts >= s.t0 AND l.ts < s.t0 + x.attribution_days * interval '86400 seconds') a
-ON CONFLICT (experiment_id, environment, anon_id) DO UPDATE SET
-  t0 = EXCLUDED.t0, multi = EXCLUDED.multi, coverage_needed = EXCLUDED.coverage_needed, trials = EXCLUDED.trials,
-  paid = EXCLUDED.paid, refunds = EXCLUDED.refunds, onboarding = EXCLUDED.onboarding,
-  revenue_usd = EXCLUDED.revenue_usd, event_names = EXCLUDED.event_names`;
+         coalesce(array_agg(DISTINCT l.event_name) FILTER (WHERE l.event_id IS NOT NULL), '{}') AS event_names
+    FROM exp_touched t
+    JOIN exp_devices d ON d.app_id = t.app_id AND d.environment = t.environment AND d.anon_id = t.anon_id
+    JOIN experiments x ON x.id = d.experiment_id
+    LEFT JOIN exp_events l ON l.app_id = d.app_id AND l.environment = d.environment AND l.anon_id = d.anon_id
+     AND l.ts >= d.t0 AND l.ts < d.t0 + x.attribution_days * interval '86400 seconds'
+   GROUP BY d.experiment_id, d.environment, d.anon_id
+)
+UPDATE exp_devices d SET trials = a.trials, paid = a.paid, refunds = a.refunds, onboarding = a.onboarding,
+       revenue_usd = a.revenue_usd, event_names = a.event_names
+  FROM agg a
+ WHERE d.experiment_id = a.experiment_id AND d.environment = a.environment AND d.anon_id = a.anon_id`;
 
 // The devices one chunk touches, once per transaction (the deltas and the recompute join it).
 export const TOUCHED_TABLE = `
@@ -124,7 +116,7 @@ INSERT INTO exp_touched SELECT DISTINCT app_id, environment, anon_id
 /**
  * Adds $1 (-1 or +1) times the touched devices' contribution to the health counts and to the
  * per-variant sums (multiple-variant devices leave the sums; per-device values: exp_metric_y/_d,
- * migration 031). Run with -1 before FOLD_DEVICES changes exp_devices and +1 after: the stored sums
+ * migration 031). Run with -1 before the chunk changes exp_devices and +1 after: the stored sums
  * then always equal a GROUP BY over exp_devices, and reading them costs a handful of rows.
  */
 export const APPLY_DELTA = `
@@ -192,7 +184,8 @@ export function createExperimentFoldStore(db: Db) {
           await tx.query(TOUCHED_TABLE);
           await tx.query(TOUCHED, [JSON.stringify(touched)]);
           await tx.query(APPLY_DELTA, [-1]);
-          await tx.query(FOLD_DEVICES, [JSON.stringify(devices)]);
+          if (devices.length > 0) await tx.query(MERGE_DEVICES, [JSON.stringify(devices)]);
+          await tx.query(RECOMPUTE);
           await tx.query(APPLY_DELTA, [1]);
         }
         const n = exposures.length + logged.rows.length;
