@@ -85,10 +85,7 @@ ON CONFLICT (experiment_id, environment, anon_id) DO UPDATE SET
  * Revenue is converted at the USD rate of the purchase's UTC day (decisions §4).
  */
 export const RECOMPUTE = `
-WITH t AS (
-  SELECT DISTINCT app_id, environment, anon_id
-    FROM json_to_recordset($1::json) AS t(app_id uuid, environment text, anon_id uuid)
-), agg AS (
+WITH agg AS (
   SELECT d.experiment_id, d.environment, d.anon_id,
          count(l.event_id) FILTER (WHERE l.event_name = 'purchase_completed' AND l.is_trial)::int AS trials,
          count(l.event_id) FILTER (WHERE l.event_name = 'purchase_completed' AND NOT l.is_trial)::int AS paid,
@@ -97,7 +94,7 @@ WITH t AS (
          coalesce(sum(l.price * usd_rate(l.currency, (l.ts AT TIME ZONE 'UTC')::date))
                     FILTER (WHERE l.event_name = 'purchase_completed' AND NOT l.is_trial), 0) AS revenue_usd,
          coalesce(array_agg(DISTINCT l.event_name) FILTER (WHERE l.event_id IS NOT NULL), '{}') AS event_names
-    FROM t
+    FROM exp_touched t
     JOIN exp_devices d ON d.app_id = t.app_id AND d.environment = t.environment AND d.anon_id = t.anon_id
     JOIN experiments x ON x.id = d.experiment_id
     LEFT JOIN exp_events l ON l.app_id = d.app_id AND l.environment = d.environment AND l.anon_id = d.anon_id
@@ -108,6 +105,47 @@ UPDATE exp_devices d SET trials = a.trials, paid = a.paid, refunds = a.refunds, 
        revenue_usd = a.revenue_usd, event_names = a.event_names
   FROM agg a
  WHERE d.experiment_id = a.experiment_id AND d.environment = a.environment AND d.anon_id = a.anon_id`;
+
+// The devices one chunk touches, once per transaction (the deltas and the recompute join it).
+export const TOUCHED_TABLE = `
+CREATE TEMP TABLE exp_touched (app_id uuid, environment text, anon_id uuid) ON COMMIT DROP`;
+export const TOUCHED = `
+INSERT INTO exp_touched SELECT DISTINCT app_id, environment, anon_id
+  FROM json_to_recordset($1::json) AS t(app_id uuid, environment text, anon_id uuid)`;
+
+/**
+ * Adds $1 (-1 or +1) times the touched devices' contribution to the health counts and to the
+ * per-variant sums (multiple-variant devices leave the sums; per-device values: exp_metric_y/_d,
+ * migration 031). Run with -1 before the chunk changes exp_devices and +1 after: the stored sums
+ * then always equal a GROUP BY over exp_devices, and reading them costs a handful of rows.
+ */
+export const APPLY_DELTA = `
+WITH s AS (SELECT $1::int AS sign), d AS MATERIALIZED (
+  SELECT d.* FROM exp_touched t
+    JOIN exp_devices d ON d.app_id = t.app_id AND d.environment = t.environment AND d.anon_id = t.anon_id
+), h AS (
+  INSERT INTO exp_health AS o (experiment_id, environment, coverage_needed, devices, multi)
+  SELECT experiment_id, environment, coverage_needed, s.sign * count(*), s.sign * count(*) FILTER (WHERE multi)
+    FROM d, s GROUP BY 1, 2, 3, s.sign
+  ON CONFLICT (experiment_id, environment, coverage_needed) DO UPDATE
+    SET devices = o.devices + EXCLUDED.devices, multi = o.multi + EXCLUDED.multi
+)
+INSERT INTO exp_sums AS o (experiment_id, environment, variant, metric, n, sum, sum_squares,
+                           denominator_sum, denominator_sum_squares, sum_products)
+SELECT d.experiment_id, d.environment, d.variant, m.metric, s.sign * count(*), s.sign * sum(v.y), s.sign * sum(v.y * v.y),
+       s.sign * sum(v.dd), s.sign * sum(v.dd * v.dd), s.sign * sum(v.y * v.dd)
+  FROM d CROSS JOIN s
+  JOIN experiments x ON x.id = d.experiment_id
+ CROSS JOIN LATERAL (SELECT DISTINCT unnest(ARRAY[x.primary_metric] || x.secondary_metrics || x.guardrail_metrics) AS metric) m
+ CROSS JOIN LATERAL (SELECT exp_metric_y(m.metric, d.trials, d.paid, d.refunds, d.onboarding, d.revenue_usd, d.event_names) AS y,
+                            exp_metric_d(m.metric, d.paid) AS dd) v
+ WHERE NOT d.multi
+ GROUP BY 1, 2, 3, 4, s.sign
+ON CONFLICT (experiment_id, environment, variant, metric) DO UPDATE
+  SET n = o.n + EXCLUDED.n, sum = o.sum + EXCLUDED.sum, sum_squares = o.sum_squares + EXCLUDED.sum_squares,
+      denominator_sum = o.denominator_sum + EXCLUDED.denominator_sum,
+      denominator_sum_squares = o.denominator_sum_squares + EXCLUDED.denominator_sum_squares,
+      sum_products = o.sum_products + EXCLUDED.sum_products`;
 
 export function createExperimentFoldStore(db: Db) {
   return {
@@ -138,12 +176,18 @@ export function createExperimentFoldStore(db: Db) {
         const logged = await tx.query(LOG_METRIC_EVENTS, [from, to]);
         const exposures = (await tx.query<ExposureRow>(EXPOSURES, [from, to])).rows;
         const devices = merge(exposures);
-        if (devices.length > 0) await tx.query(MERGE_DEVICES, [JSON.stringify(devices)]);
         const touched = [
           ...logged.rows,
           ...devices.map((d) => ({ app_id: d.app_id, environment: d.environment, anon_id: d.anon_id })),
         ];
-        if (touched.length > 0) await tx.query(RECOMPUTE, [JSON.stringify(touched)]);
+        if (touched.length > 0) {
+          await tx.query(TOUCHED_TABLE);
+          await tx.query(TOUCHED, [JSON.stringify(touched)]);
+          await tx.query(APPLY_DELTA, [-1]);
+          if (devices.length > 0) await tx.query(MERGE_DEVICES, [JSON.stringify(devices)]);
+          await tx.query(RECOMPUTE);
+          await tx.query(APPLY_DELTA, [1]);
+        }
         const n = exposures.length + logged.rows.length;
         await tx.query(`UPDATE exp_fold_state SET events_folded = events_folded + $1 WHERE id = 0`, [n]);
         return { exposures: exposures.length, metricEvents: logged.rows.length };

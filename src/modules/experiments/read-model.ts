@@ -1,24 +1,5 @@
 import type { Queryable } from '../../db/pool.js';
-import { EVENT_METRIC_PREFIX } from './definitions.js';
 import type { MetricSums } from './stats.js';
-
-/** Per-device value (y) and, for ratio metrics, denominator (d) of a metric over exp_devices columns. */
-function metricSql(metric: string, arg: (v: unknown) => string): { y: string; d?: string } {
-  switch (metric) {
-    case 'trial_started':
-      return { y: '(trials > 0)::int' };
-    case 'paid_conversion':
-      return { y: '(paid > 0)::int' };
-    case 'revenue':
-      return { y: 'revenue_usd' };
-    case 'onboarding_completed':
-      return { y: '(onboarding > 0)::int' };
-    case 'refund_rate':
-      return { y: 'refunds', d: 'paid' };
-    default:
-      return { y: `(${arg(metric.slice(EVENT_METRIC_PREFIX.length))} = ANY (event_names))::int` };
-  }
-}
 
 export interface VariantSums {
   variant: string;
@@ -42,55 +23,50 @@ export function createExperimentReadModel(db: Queryable) {
 
     /**
      * Sums per variant of each metric over the folded devices (multiple-variant devices left out),
-     * plus the health counts. Reads exp_devices only, never events.
+     * plus the health counts: the fold maintains them (exp_sums, exp_health), so this reads a handful
+     * of rows whatever the number of devices, never events nor exp_devices.
      */
     async sums(experimentId: string, environment: string, coveragePct: number, metrics: string[]): Promise<ResultSums> {
-      const args: unknown[] = [experimentId, environment, coveragePct];
-      const arg = (v: unknown) => {
-        args.push(v);
-        return `$${args.length}::text`;
-      };
-      const cols = metrics.flatMap((m, i) => {
-        const { y, d } = metricSql(m, arg);
-        const out = [`sum(${y})::float8 AS s${i}`, `sum((${y})::float8 ^ 2) AS q${i}`];
-        if (d)
-          out.push(
-            `sum(${d})::float8 AS ds${i}`,
-            `sum((${d})::float8 ^ 2) AS dq${i}`,
-            `sum((${y}) * (${d}))::float8 AS sp${i}`,
-          );
-        return out;
-      });
-      const select = ['variant', 'count(*)::int AS devices', ...cols].join(', ');
       const [per, health] = await Promise.all([
         db.query(
-          `SELECT ${select} FROM exp_devices WHERE experiment_id = $1 AND environment = $2 AND NOT multi AND $3::int > 0
-           GROUP BY variant`,
-          args,
+          `SELECT variant, metric, n::float8 AS n, sum::float8 AS sum, sum_squares::float8 AS sum_squares,
+                  denominator_sum::float8 AS ds, denominator_sum_squares::float8 AS dq, sum_products::float8 AS sp
+             FROM exp_sums WHERE experiment_id = $1 AND environment = $2 AND metric = ANY ($3::text[]) AND n > 0`,
+          [experimentId, environment, metrics],
         ),
         db.query(
-          `SELECT count(*) FILTER (WHERE multi)::int AS multi, count(*) FILTER (WHERE coverage_needed > $3)::int AS mismatches
-             FROM exp_devices WHERE experiment_id = $1 AND environment = $2`,
+          `SELECT coalesce(sum(multi), 0)::int AS multi,
+                  coalesce(sum(devices) FILTER (WHERE coverage_needed > $3), 0)::int AS mismatches
+             FROM exp_health WHERE experiment_id = $1 AND environment = $2`,
           [experimentId, environment, coveragePct],
         ),
       ]);
+      const byVariant = new Map<string, Map<string, (typeof per.rows)[number]>>();
+      for (const r of per.rows) {
+        const m = byVariant.get(r.variant) ?? new Map();
+        m.set(r.metric, r);
+        byVariant.set(r.variant, m);
+      }
       return {
-        variants: per.rows.map((r) => ({
-          variant: r.variant,
-          devices: r.devices,
-          metrics: metrics.map((m, i) => ({
-            n: r.devices,
-            sum: r[`s${i}`] ?? 0,
-            sum_squares: r[`q${i}`] ?? 0,
-            ...(r[`ds${i}`] !== undefined
-              ? {
-                  denominator_sum: r[`ds${i}`] ?? 0,
-                  denominator_sum_squares: r[`dq${i}`] ?? 0,
-                  sum_products: r[`sp${i}`] ?? 0,
-                }
-              : {}),
-          })),
-        })),
+        variants: [...byVariant].map(([variant, rows]) => {
+          // Every metric row of a variant counts the same devices (all its single-variant ones).
+          const devices = rows.values().next().value.n;
+          return {
+            variant,
+            devices,
+            metrics: metrics.map((m) => {
+              const r = rows.get(m);
+              return {
+                n: devices,
+                sum: r?.sum ?? 0,
+                sum_squares: r?.sum_squares ?? 0,
+                ...(r && r.ds !== null
+                  ? { denominator_sum: r.ds, denominator_sum_squares: r.dq, sum_products: r.sp }
+                  : {}),
+              };
+            }),
+          };
+        }),
         multiple_variant_devices: health.rows[0].multi,
         assignment_mismatches: health.rows[0].mismatches,
       };
