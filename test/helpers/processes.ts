@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -32,7 +32,9 @@ export function clusterEnv(databaseUrl: string, extra: Record<string, string> = 
     DATABASE_URL: databaseUrl,
     HOST: '127.0.0.1',
     DATA_DIR: `/tmp/svc-cluster-${randomBytes(4).toString('hex')}`,
-    ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    // The key startTestServer derives for the same database: in-process and spawned instances on one
+    // database share it, as every instance of one database must (a different key is refused at start).
+    ENCRYPTION_KEY: createHash('sha256').update(databaseUrl).digest('hex'),
     ALLOW_PRIVATE_TARGETS: '1',
     // One client address for every tenant the tests sign up (see test/helpers/server.ts).
     SIGNUP_ADDRESS_LIMIT: '10000',
