@@ -12,9 +12,13 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { Agent, setGlobalDispatcher } from 'undici';
 import { client, createTenant } from '../test/helpers/client.js';
 import { machine, writeResultsSection } from './lib/results.js';
 import { freePort, spawnService } from './lib/service.js';
+
+// One fold call over 10M events takes longer than fetch's default 300 s wait for headers.
+setGlobalDispatcher(new Agent({ headersTimeout: 0, bodyTimeout: 0 }));
 
 const { values } = parseArgs({
   options: {

@@ -26,6 +26,7 @@ $$;
 -- Sums over the single-variant devices of a variant (numeric: subtracting a contribution gives back
 -- exactly what adding it took, no floating-point drift over millions of updates).
 CREATE TABLE exp_sums (
+  app_id uuid NOT NULL,
   experiment_id uuid NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
   environment text NOT NULL,
   variant text NOT NULL,
@@ -36,28 +37,29 @@ CREATE TABLE exp_sums (
   denominator_sum numeric,
   denominator_sum_squares numeric,
   sum_products numeric,
-  PRIMARY KEY (experiment_id, environment, variant, metric)
+  PRIMARY KEY (app_id, experiment_id, environment, variant, metric)
 );
 
 -- Devices (multiple-variant ones included) per coverage needed (0..101): mismatches at the current
 -- coverage are the devices above it, so a growing coverage needs no refold.
 CREATE TABLE exp_health (
+  app_id uuid NOT NULL,
   experiment_id uuid NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
   environment text NOT NULL,
   coverage_needed integer NOT NULL,
   devices bigint NOT NULL,
   multi bigint NOT NULL,
-  PRIMARY KEY (experiment_id, environment, coverage_needed)
+  PRIMARY KEY (app_id, experiment_id, environment, coverage_needed)
 );
 
 -- Backfill from the per-device state already folded.
-INSERT INTO exp_health (experiment_id, environment, coverage_needed, devices, multi)
-SELECT experiment_id, environment, coverage_needed, count(*), count(*) FILTER (WHERE multi)
-  FROM exp_devices GROUP BY 1, 2, 3;
+INSERT INTO exp_health (app_id, experiment_id, environment, coverage_needed, devices, multi)
+SELECT app_id, experiment_id, environment, coverage_needed, count(*), count(*) FILTER (WHERE multi)
+  FROM exp_devices GROUP BY 1, 2, 3, 4;
 
-INSERT INTO exp_sums (experiment_id, environment, variant, metric, n, sum, sum_squares,
+INSERT INTO exp_sums (app_id, experiment_id, environment, variant, metric, n, sum, sum_squares,
                       denominator_sum, denominator_sum_squares, sum_products)
-SELECT d.experiment_id, d.environment, d.variant, m.metric, count(*), sum(v.y), sum(v.y * v.y),
+SELECT d.app_id, d.experiment_id, d.environment, d.variant, m.metric, count(*), sum(v.y), sum(v.y * v.y),
        sum(v.dd), sum(v.dd * v.dd), sum(v.y * v.dd)
   FROM exp_devices d
   JOIN experiments x ON x.id = d.experiment_id
@@ -65,4 +67,4 @@ SELECT d.experiment_id, d.environment, d.variant, m.metric, count(*), sum(v.y), 
  CROSS JOIN LATERAL (SELECT exp_metric_y(m.metric, d.trials, d.paid, d.refunds, d.onboarding, d.revenue_usd, d.event_names) AS y,
                             exp_metric_d(m.metric, d.paid) AS dd) v
  WHERE NOT d.multi
- GROUP BY 1, 2, 3, 4;
+ GROUP BY 1, 2, 3, 4, 5;

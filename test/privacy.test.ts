@@ -243,7 +243,11 @@ describe('privacy: erase a person everywhere', () => {
     const hash = req.body.data.subjects[0].hash;
     const list = await c.get('/api/v1/privacy/suppressions', t.console);
     assert.ok(list.body.data.some((s: any) => s.hash === hash));
-    assert.equal((await ingest(t, [ev(anon, 'app_open', Date.now() - 500)])).suppressed, 1);
+    // Each instance reloads an app's suppressions within KEY_CACHE_TTL_MS (500 ms here).
+    await until(
+      'the suppression to reach ingestion',
+      async () => (await ingest(t, [ev(anon, 'app_open', Date.now() - 500)])).suppressed === 1,
+    );
     assert.equal((await c.get(`/api/v1/privacy/suppressions/${hash}`, twin.console)).status, 404);
     assert.equal((await c.del(`/api/v1/privacy/suppressions/${hash}`, t.console)).status, 204);
     await until(

@@ -18,6 +18,9 @@ const REFERENCE = [
   'apps',
   'exchange_rates',
   'schema_migrations',
+  // A console user's sign-in renewals, keyed by user like `users`.
+  'refresh_families',
+  'refresh_tokens',
 ];
 /** Stay on the coordinator: service-wide state with no tenant, or keys that are not an app's. */
 const LOCAL = [
@@ -26,6 +29,9 @@ const LOCAL = [
   'rate_limit_windows',
   'ad_network_call_log',
   'config_change_head',
+  'encryption_key_check',
+  'sign_in_throttle',
+  'exp_fold_state',
 ];
 
 /**
@@ -46,6 +52,9 @@ const MUST_CHANGE = [
   'outbox.outbox_pkey',
   'webhook_deliveries.webhook_deliveries_pkey',
   'webhook_endpoints.webhook_endpoints_pkey',
+  'experiments.experiments_pkey',
+  'exp_devices.exp_devices_pkey',
+  'privacy_deletions.privacy_deletions_pkey',
   // Looked up without the app: the key is resolved through a reference table instead.
   'api_keys.api_keys_public_key_key',
   'ad_network_oauth_states.ad_network_oauth_states_pkey',

@@ -124,15 +124,15 @@ WITH s AS (SELECT $1::int AS sign), d AS MATERIALIZED (
   SELECT d.* FROM exp_touched t
     JOIN exp_devices d ON d.app_id = t.app_id AND d.environment = t.environment AND d.anon_id = t.anon_id
 ), h AS (
-  INSERT INTO exp_health AS o (experiment_id, environment, coverage_needed, devices, multi)
-  SELECT experiment_id, environment, coverage_needed, s.sign * count(*), s.sign * count(*) FILTER (WHERE multi)
-    FROM d, s GROUP BY 1, 2, 3, s.sign
-  ON CONFLICT (experiment_id, environment, coverage_needed) DO UPDATE
+  INSERT INTO exp_health AS o (app_id, experiment_id, environment, coverage_needed, devices, multi)
+  SELECT app_id, experiment_id, environment, coverage_needed, s.sign * count(*), s.sign * count(*) FILTER (WHERE multi)
+    FROM d, s GROUP BY 1, 2, 3, 4, s.sign
+  ON CONFLICT (app_id, experiment_id, environment, coverage_needed) DO UPDATE
     SET devices = o.devices + EXCLUDED.devices, multi = o.multi + EXCLUDED.multi
 )
-INSERT INTO exp_sums AS o (experiment_id, environment, variant, metric, n, sum, sum_squares,
+INSERT INTO exp_sums AS o (app_id, experiment_id, environment, variant, metric, n, sum, sum_squares,
                            denominator_sum, denominator_sum_squares, sum_products)
-SELECT d.experiment_id, d.environment, d.variant, m.metric, s.sign * count(*), s.sign * sum(v.y), s.sign * sum(v.y * v.y),
+SELECT d.app_id, d.experiment_id, d.environment, d.variant, m.metric, s.sign * count(*), s.sign * sum(v.y), s.sign * sum(v.y * v.y),
        s.sign * sum(v.dd), s.sign * sum(v.dd * v.dd), s.sign * sum(v.y * v.dd)
   FROM d CROSS JOIN s
   JOIN experiments x ON x.id = d.experiment_id
@@ -140,8 +140,8 @@ SELECT d.experiment_id, d.environment, d.variant, m.metric, s.sign * count(*), s
  CROSS JOIN LATERAL (SELECT exp_metric_y(m.metric, d.trials, d.paid, d.refunds, d.onboarding, d.revenue_usd, d.event_names) AS y,
                             exp_metric_d(m.metric, d.paid) AS dd) v
  WHERE NOT d.multi
- GROUP BY 1, 2, 3, 4, s.sign
-ON CONFLICT (experiment_id, environment, variant, metric) DO UPDATE
+ GROUP BY 1, 2, 3, 4, 5, s.sign
+ON CONFLICT (app_id, experiment_id, environment, variant, metric) DO UPDATE
   SET n = o.n + EXCLUDED.n, sum = o.sum + EXCLUDED.sum, sum_squares = o.sum_squares + EXCLUDED.sum_squares,
       denominator_sum = o.denominator_sum + EXCLUDED.denominator_sum,
       denominator_sum_squares = o.denominator_sum_squares + EXCLUDED.denominator_sum_squares,
