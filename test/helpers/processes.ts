@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { ONE_CLIENT_ADDRESS, testEncryptionKey } from './test-env.js';
 
 /** A free TCP port on 127.0.0.1 (kept for the instance across restarts, as a load balancer would). */
 export function freePort(): Promise<number> {
@@ -34,11 +35,9 @@ export function clusterEnv(databaseUrl: string, extra: Record<string, string> = 
     DATA_DIR: `/tmp/svc-cluster-${randomBytes(4).toString('hex')}`,
     // The key startTestServer derives for the same database: in-process and spawned instances on one
     // database share it, as every instance of one database must (a different key is refused at start).
-    ENCRYPTION_KEY: createHash('sha256').update(databaseUrl).digest('hex'),
+    ENCRYPTION_KEY: testEncryptionKey(databaseUrl).toString('hex'),
     ALLOW_PRIVATE_TARGETS: '1',
-    // One client address for every tenant the tests sign up (see test/helpers/server.ts).
-    SIGNUP_ADDRESS_LIMIT: '10000',
-    SIGN_IN_ADDRESS_FAILURES: '10000',
+    ...ONE_CLIENT_ADDRESS,
     // One issuer for every instance: tokens signed by one are verified by the others.
     PUBLIC_URL: 'http://cluster.test',
     LOG_LEVEL: process.env.CLUSTER_LOG_LEVEL ?? 'warn',

@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { ONE_CLIENT_ADDRESS, testEncryptionKey } from './test-env.js';
 import { serverStarted, serverStopped } from './linger.js';
 
 const BASE_URL = process.env.TEST_PG_URL ?? 'postgres://postgres:postgres@127.0.0.1:55432/postgres';
@@ -35,17 +36,14 @@ export async function startTestServer(
       HOST: '127.0.0.1',
       ALLOW_PRIVATE_TARGETS: '1',
       SUPER_ADMIN_EMAILS: 'root@example.com',
-      // Every test client is 127.0.0.1: one address signs up hundreds of tenants. The throttle's own
-      // tests (test/auth-throttle.test.ts) set these back to small numbers.
-      SIGNUP_ADDRESS_LIMIT: '10000',
-      SIGN_IN_ADDRESS_FAILURES: '10000',
+      ...ONE_CLIENT_ADDRESS,
       ...env,
       DATABASE_URL: dbUrl,
     },
     // Instances on one database share its ENCRYPTION_KEY, as in production: each reads the secrets the other sealed.
     {
       dataDir: `/tmp/svc-test-${randomBytes(4).toString('hex')}`,
-      encryptionKey: createHash('sha256').update(dbUrl).digest(),
+      encryptionKey: testEncryptionKey(dbUrl),
     },
   );
   const server = await startServer(config, logger);
