@@ -175,6 +175,27 @@ describe('sign-in throttle over time (lock 2 s doubling to 4 s, streaks forgotte
     assert.ok(ok.waitedMs >= 2500, `the second lock held (${ok.waitedMs} ms)`);
   });
 
+  it('admits every one of many signups and sign-ins sent at once from one address under its limits', async () => {
+    // Each waits for the others' row lock: none may read their later clock as a lock (it did once).
+    const ip = address();
+    const ups = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        c.post('/api/v1/auth/signup', { email: `at-once-${i}@example.com`, password: PASSWORD }, from(ip)),
+      ),
+    );
+    assert.deepEqual(
+      ups.map((r) => r.status),
+      Array(20).fill(201),
+    );
+    const ins = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => login(c, `at-once-${i}@example.com`, PASSWORD, ip)),
+    );
+    assert.deepEqual(
+      ins.map((r) => r.status),
+      Array(20).fill(200),
+    );
+  });
+
   it('forgets a streak a window after its last failure', async () => {
     await signup(c, 'forgetful@example.com');
     const ip = address();
