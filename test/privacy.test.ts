@@ -34,22 +34,29 @@ function ev(anon: string, name: string, at: number, extra: Record<string, any> =
   });
 }
 
+const EXPERIMENT = 'paywall-copy';
+const exposure = (variant: string) => ({ experiment_id: EXPERIMENT, variant });
+const experimentIds = new Map<Tenant, string>();
+
 /** Events of the person (phone with user id, tablet anonymous) and of three other devices. */
 function events() {
   const person = [
     ev(phone, 'app_open', base + 1000, { user_id: USER }),
+    ev(phone, 'experiment_exposure', base + 1500, { user_id: USER, properties: exposure('control') }),
     ev(phone, 'onboarding_flow_started', base + 2000, { user_id: USER, properties: { flow_id: 'f1' } }),
     ev(phone, 'purchase_completed', base + DAY + 3000, {
       user_id: USER,
       properties: { product_id: 'pro', price: 9.99, currency: 'USD', period: 'P1M' },
     }),
     ev(tablet, 'app_open', base + 2 * DAY + 1000),
+    ev(tablet, 'experiment_exposure', base + 2 * DAY + 1500, { properties: exposure('treatment') }),
     ev(tablet, 'paywall_view', base + 2 * DAY + 2000, {
       properties: { paywall_id: 'p1', option_set_id: 'cities', option_value: 'Zürich-only-person' },
     }),
   ];
   const rest = others.flatMap((d, i) => [
     ev(d, 'app_open', base + i * DAY + 500),
+    ev(d, 'experiment_exposure', base + i * DAY + 550, { properties: exposure(i % 2 ? 'treatment' : 'control') }),
     ev(d, 'onboarding_flow_started', base + i * DAY + 600, { properties: { flow_id: 'f1' } }),
     ev(d, 'paywall_view', base + i * DAY + 700, { properties: { option_set_id: 'cities', option_value: 'Paris' } }),
     ...(i === 0
@@ -73,6 +80,38 @@ async function ingest(k: Tenant, batch: unknown[]) {
 async function fold() {
   const r = await c.post('/api/v1/admin/analytics/rollup', {}, root);
   assert.equal(r.status, 200, r.text);
+}
+async function foldExperiments() {
+  const r = await c.post('/api/v1/admin/experiments/fold', {}, root);
+  assert.equal(r.status, 200, r.text);
+}
+async function experimentResults(k: Tenant) {
+  const r = await c.get(`/api/v1/experiments/${experimentIds.get(k)}/results?environment=production`, k.console);
+  assert.equal(r.status, 200, r.text);
+  const { experiment_id, as_of, ...numbers } = r.body.data;
+  return numbers;
+}
+/** Every non-zero cell of every rollup histogram of the app, as the fold or an erasure left them. */
+async function cells(k: Tenant) {
+  const out: Record<string, unknown[]> = {};
+  for (const table of [
+    'an_active_hist',
+    'an_session_hist',
+    'an_cohort_hist',
+    'an_onb_hist',
+    'an_flag_hist',
+    'an_rev_hist',
+  ]) {
+    const { rows } = await server.db.query(`SELECT * FROM ${table} WHERE app_id = $1`, [k.appId]);
+    out[table] = rows
+      .map(({ tenant_id, app_id, ...cell }) => cell)
+      .filter((cell) =>
+        Object.entries(cell).some(([col, v]) => ['n', 'dur', 'usd', 'mrr'].includes(col) && Number(v) !== 0),
+      )
+      .map((cell) => JSON.stringify(cell))
+      .sort();
+  }
+  return out;
 }
 async function kpis(k: Tenant) {
   const q = `start_date=${iso(base).slice(0, 10)}&end_date=${iso(base + 6 * DAY).slice(0, 10)}`;
@@ -107,6 +146,27 @@ before(async () => {
   twin = await createTenant(c);
   const signup = await c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' });
   root = { authorization: `Bearer ${signup.body.token}` };
+  // The same running experiment in both apps: its results are compared after the erasure.
+  for (const k of [t, twin]) {
+    const x = await c.post(
+      '/api/v1/experiments',
+      {
+        key: EXPERIMENT,
+        name: 'Paywall copy',
+        variants: [
+          { key: 'control', weight: 50, value: 'a' },
+          { key: 'treatment', weight: 50, value: 'b' },
+        ],
+        attribution_days: 7,
+        primary_metric: 'paid_conversion',
+        secondary_metrics: ['revenue', 'onboarding_completed'],
+      },
+      k.console,
+    );
+    assert.equal(x.status, 201, x.text);
+    assert.equal((await c.post(`/api/v1/experiments/${x.body.data.id}/start`, {}, k.console)).status, 200);
+    experimentIds.set(k, x.body.data.id);
+  }
 });
 after(() => server?.stop());
 
@@ -156,6 +216,7 @@ describe('privacy: erase a person everywhere', () => {
     assert.ok(file.text.includes(phone), 'the export file holds the person');
 
     await fold();
+    await foldExperiments();
     assert.ok((await exported(t)).some(holdsPerson), 'the person is in the export API before');
 
     // The twin app is sent only what must remain; its KPIs are the independent recomputation.
@@ -182,6 +243,7 @@ describe('privacy: erase a person everywhere', () => {
     assert.ok(stores.webhooks.deleted >= 1);
     assert.equal(stores.exports.deleted, 1);
     assert.ok(stores.analytics.deleted >= 2, 'both devices had analytics rows');
+    assert.ok(stores.experiments.deleted >= 3, "both devices' exposures and the phone's purchase");
     for (const s of Object.values<any>(stores)) {
       assert.equal(s.remaining, 0);
       assert.ok(Date.parse(s.finished_at) >= Date.parse(done.created_at));
@@ -212,9 +274,18 @@ describe('privacy: erase a person everywhere', () => {
     ]);
     assert.equal(files, 1, 'the export file is deleted');
 
-    // KPIs after the erasure equal those of the app that only ever had the remaining events.
+    // The rollups after the erasure (the person's contributions subtracted, no rebuild) equal, cell by
+    // cell, those the fold built for the app that only ever had the remaining events; so do the KPIs
+    // and the experiment's results.
     await fold();
+    await foldExperiments();
+    assert.deepEqual(await cells(t), await cells(twin));
     assert.deepEqual(await kpis(t), await kpis(twin));
+    assert.deepEqual(await experimentResults(t), await experimentResults(twin));
+    assert.equal(
+      (await experimentResults(t)).variants.reduce((n: number, v: any) => n + v.devices, 0),
+      others.length,
+    );
 
     // Later data of the person is dropped at the door, counted, and not retried.
     const later = await ingest(t, [

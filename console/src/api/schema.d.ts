@@ -1850,7 +1850,8 @@ export interface paths {
                          *       "accepted": 1,
                          *       "rejected": 0,
                          *       "sampled": 0,
-                         *       "consent_declined": 0
+                         *       "consent_declined": 0,
+                         *       "suppressed": 0
                          *     }
                          */
                         "application/json": {
@@ -1974,7 +1975,8 @@ export interface paths {
                         /**
                          * @example {
                          *       "linked": true,
-                         *       "duplicate": false
+                         *       "duplicate": false,
+                         *       "suppressed": false
                          *     }
                          */
                         "application/json": {
@@ -8242,10 +8244,10 @@ export interface paths {
                                 completed_at: string | null;
                                 error: string | null;
                                 receipt: {
-                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics, experiments */
                                     stores: {
                                         [key: string]: {
-                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            /** @description Rows removed (analytics: device, session, purchase and funnel-step rows taken out of the rollups; exports: exports expired) */
                                             deleted: number;
                                             /** Format: date-time */
                                             finished_at: string;
@@ -8346,10 +8348,10 @@ export interface paths {
                                 completed_at: string | null;
                                 error: string | null;
                                 receipt: {
-                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics, experiments */
                                     stores: {
                                         [key: string]: {
-                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            /** @description Rows removed (analytics: device, session, purchase and funnel-step rows taken out of the rollups; exports: exports expired) */
                                             deleted: number;
                                             /** Format: date-time */
                                             finished_at: string;
@@ -8442,10 +8444,10 @@ export interface paths {
                                 completed_at: string | null;
                                 error: string | null;
                                 receipt: {
-                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics, experiments */
                                     stores: {
                                         [key: string]: {
-                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            /** @description Rows removed (analytics: device, session, purchase and funnel-step rows taken out of the rollups; exports: exports expired) */
                                             deleted: number;
                                             /** Format: date-time */
                                             finished_at: string;
@@ -8536,10 +8538,10 @@ export interface paths {
                                 completed_at: string | null;
                                 error: string | null;
                                 receipt: {
-                                    /** @description events, option_locks, identity, webhooks, exports, analytics */
+                                    /** @description events, option_locks, identity, webhooks, exports, analytics, experiments */
                                     stores: {
                                         [key: string]: {
-                                            /** @description Rows removed (analytics: the rows the rebuild dropped; exports: exports expired) */
+                                            /** @description Rows removed (analytics: device, session, purchase and funnel-step rows taken out of the rollups; exports: exports expired) */
                                             deleted: number;
                                             /** Format: date-time */
                                             finished_at: string;

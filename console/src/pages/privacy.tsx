@@ -67,8 +67,8 @@ export default function Privacy() {
           drop their later events and identify calls
         </label>
         <p className="note">
-          Their events, identity and traits, webhook copies, exports holding them and their analytics rows are erased
-          within minutes; the receipt below shows each store (docs/privacy.md).
+          Their events, identity and traits, webhook copies, exports holding them, their analytics rows and experiment
+          exposures are erased within minutes; the receipt below shows each store (docs/privacy.md).
         </p>
         <div className="row">
           <button type="submit" disabled={request.isPending || parseSubjects(text).length === 0}>

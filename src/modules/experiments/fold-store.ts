@@ -1,4 +1,5 @@
 import { withTx, type Db, type Tx } from '../../db/pool.js';
+import type { Scope } from '../../types/domain.js';
 import type { Variant } from './definitions.js';
 
 /** An exposure of a started experiment, as the fold reads it. */
@@ -146,6 +147,33 @@ ON CONFLICT (app_id, experiment_id, environment, variant, metric) DO UPDATE
       denominator_sum = o.denominator_sum + EXCLUDED.denominator_sum,
       denominator_sum_squares = o.denominator_sum_squares + EXCLUDED.denominator_sum_squares,
       sum_products = o.sum_products + EXCLUDED.sum_products`;
+
+const ERASED = 'tenant_id = $1 AND app_id = $2 AND anon_id = ANY ($3::uuid[])';
+
+/**
+ * Takes devices out of the experiments' state (a privacy erasure, docs/privacy.md): their
+ * contribution leaves the sums and health counts (APPLY_DELTA with -1, as before a chunk changes
+ * them), then their exposure state and logged metric events go. Runs in the caller's transaction
+ * under the fold's state row lock, so a chunk folding meanwhile has committed first. Answers the
+ * rows removed.
+ */
+export async function eraseExperimentDevices(tx: Tx, scope: Scope, anonIds: string[]): Promise<number> {
+  const params = [scope.tenantId, scope.appId, anonIds];
+  await tx.query(`SELECT 1 FROM exp_fold_state WHERE id = 0 FOR UPDATE`);
+  await tx.query(TOUCHED_TABLE);
+  await tx.query(
+    `INSERT INTO exp_touched SELECT DISTINCT app_id, environment, anon_id FROM exp_devices WHERE ${ERASED}`,
+    params,
+  );
+  await tx.query(APPLY_DELTA, [-1]);
+  const { rows } = await tx.query<{ n: number }>(
+    `WITH a AS (DELETE FROM exp_devices WHERE ${ERASED} RETURNING 1), b AS (DELETE FROM exp_events WHERE ${ERASED} RETURNING 1)
+     SELECT ((SELECT count(*) FROM a) + (SELECT count(*) FROM b))::int AS n`,
+    params,
+  );
+  await tx.query(`DROP TABLE exp_touched`);
+  return rows[0].n;
+}
 
 export function createExperimentFoldStore(db: Db) {
   return {

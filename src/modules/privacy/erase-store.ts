@@ -1,5 +1,6 @@
 import type { Queryable, Tx } from '../../db/pool.js';
-import { DEFINITIONS_VERSION } from '../analytics/definitions.js';
+import { type ErasedRows, eraseDevices } from '../analytics/fold/erase.js';
+import { eraseExperimentDevices } from '../experiments/fold-store.js';
 import type { Scope } from '../../types/domain.js';
 
 /** Who a request reaches once expanded: every anon id and user id to erase, in clear (while it runs). */
@@ -63,9 +64,15 @@ export function createEraseStore(db: Queryable) {
       scope: Scope,
       reach: Reach,
       tx: Tx,
-    ): Promise<{ deleted: number; from: string | null; to: string | null; locks: OptionLockKey[] }> {
+    ): Promise<{
+      deleted: number;
+      from: string | null;
+      to: string | null;
+      lastSeq: number;
+      locks: OptionLockKey[];
+    }> {
       const { rows } = await tx.query(
-        `WITH gone AS (DELETE FROM events WHERE ${SUBJECT_EVENTS} RETURNING ts, payload),
+        `WITH gone AS (DELETE FROM events WHERE ${SUBJECT_EVENTS} RETURNING ts, seq, payload),
          props AS (SELECT (payload::jsonb) -> 'properties' AS p FROM gone WHERE payload::text LIKE '%option_set_id%'),
          locks AS (
            SELECT DISTINCT p ->> 'option_set_id' AS set_id, v AS value FROM props,
@@ -74,6 +81,7 @@ export function createEraseStore(db: Queryable) {
             WHERE jsonb_typeof(p -> 'option_set_id') = 'string')
          SELECT (SELECT count(*)::int FROM gone) AS deleted, (SELECT min(ts) FROM gone) AS "from",
                 (SELECT max(ts) FROM gone) AS "to",
+                (SELECT coalesce(max(seq), 0) FROM gone) AS last_seq,
                 coalesce((SELECT jsonb_agg(jsonb_build_object('set_id', set_id, 'value', value)) FROM locks), '[]') AS locks`,
         [scope.tenantId, scope.appId, reach.anonIds, reach.userIds],
       );
@@ -82,6 +90,7 @@ export function createEraseStore(db: Queryable) {
         deleted: r.deleted,
         from: r.from?.toISOString() ?? null,
         to: r.to?.toISOString() ?? null,
+        lastSeq: Number(r.last_seq),
         locks: r.locks,
       };
     },
@@ -189,21 +198,24 @@ export function createEraseStore(db: Queryable) {
       return rows[0].n;
     },
 
-    /** Asks the analytics fold to rebuild the app's rollups from the events that remain. */
-    async requestAnalyticsRebuild(scope: Scope, tx: Tx): Promise<boolean> {
-      const { rowCount } = await tx.query('UPDATE an_app_state SET defs = NULL WHERE tenant_id = $1 AND app_id = $2', [
-        scope.tenantId,
-        scope.appId,
-      ]);
-      return (rowCount ?? 0) > 0;
-    },
+    /**
+     * The subjects' devices out of the analytics rollups (their contributions subtracted, their rows
+     * deleted); null while the fold has not passed `folded` (the seq of their last deleted event).
+     */
+    analytics: (scope: Scope, reach: Reach, folded: number, tx: Tx): Promise<ErasedRows | null> =>
+      eraseDevices(tx, scope, reach.anonIds, folded),
 
-    async analyticsRebuilt(scope: Scope): Promise<boolean> {
+    /** The subjects' devices out of the experiments' state (exposures, metric events, sums, health). */
+    experiments: (scope: Scope, reach: Reach, tx: Tx): Promise<number> =>
+      eraseExperimentDevices(tx, scope, reach.anonIds),
+
+    async countExperiments(scope: Scope, reach: Reach): Promise<number> {
       const { rows } = await db.query(
-        'SELECT defs IS NOT DISTINCT FROM $3 AS done FROM an_app_state WHERE tenant_id = $1 AND app_id = $2',
-        [scope.tenantId, scope.appId, DEFINITIONS_VERSION],
+        `SELECT (SELECT count(*) FROM exp_devices WHERE tenant_id = $1 AND app_id = $2 AND anon_id = ANY ($3::uuid[]))
+              + (SELECT count(*) FROM exp_events WHERE tenant_id = $1 AND app_id = $2 AND anon_id = ANY ($3::uuid[])) AS n`,
+        [scope.tenantId, scope.appId, reach.anonIds],
       );
-      return rows[0]?.done ?? true;
+      return Number(rows[0].n);
     },
 
     /** The subjects' rows left in the analytics read models (device, session, purchase, funnel-step rows). */

@@ -8,11 +8,12 @@ import type { DeletionRow, PrivacyStore, StepReceipt } from './store.js';
 /** What the events step keeps for the steps after it (not shown in the receipt). */
 interface EventsStep extends StepReceipt {
   span: { from: string; to: string } | null;
+  /** The seq of the last event deleted: the analytics erasure waits for the fold to pass it. */
+  last_seq?: number;
   locks: OptionLockKey[];
 }
 
-const POLL_MS = 250;
-/** A running deletion untouched this long has lost its job (the heartbeat is every store, every 250 ms of waiting). */
+/** A running deletion untouched this long has lost its job (the heartbeat is at every store and every fold it waits for). */
 const STALE_S = 120;
 
 /**
@@ -32,7 +33,7 @@ export function createDeletionJob({
   db: Db;
   store: PrivacyStore;
   erase: EraseStore;
-  /** Runs the analytics fold now (it rebuilds the apps asked for). */
+  /** Runs the analytics fold now (up to every event committed before the call). */
   foldNow(): Promise<unknown>;
   /** Deletes the files of expired exports now. */
   purgeExportFiles(): Promise<unknown>;
@@ -73,7 +74,8 @@ export function createDeletionJob({
         return once(scope, id, name, async (tx) => {
           const r = await erase.deleteEvents(scope, reach, tx);
           const span = r.from && r.to ? { from: r.from, to: r.to } : null;
-          await record({ deleted: r.deleted, finished_at: now(), remaining: -1, span, locks: r.locks }, tx);
+          const receipt = { deleted: r.deleted, finished_at: now(), remaining: -1, span, last_seq: r.lastSeq };
+          await record({ ...receipt, locks: r.locks }, tx);
         });
       case 'option_locks':
         return once(scope, id, name, async (tx) => {
@@ -103,18 +105,30 @@ export function createDeletionJob({
         return;
       }
       case 'analytics': {
-        const before = await erase.countAnalytics(scope, reach);
-        const asked = await withTx(db, (tx) => erase.requestAnalyticsRebuild(scope, tx));
+        // A fold round that read the deleted events before they went must commit before the erasure.
         const deadline = Date.now() + analyticsTimeoutMs;
-        while (asked && !(await erase.analyticsRebuilt(scope))) {
-          if (Date.now() > deadline) throw new Error('the analytics rebuild did not finish in time; the job retries');
+        for (;;) {
+          let behind = false;
+          await once(scope, id, name, async (tx) => {
+            const r = await erase.analytics(scope, reach, events?.last_seq ?? 0, tx);
+            if (!r) behind = true;
+            else {
+              const deleted = r.devices + r.sessions + r.purchases + r.steps;
+              await record({ deleted, finished_at: now(), remaining: -1 }, tx);
+            }
+          });
+          if (!behind) return;
+          if (Date.now() > deadline) throw new Error('the analytics fold did not catch up in time; the job retries');
           if (isStopping()) throw new Error('the service is stopping; the deletion resumes at the next start');
           await foldNow();
           await store.touch(scope, id);
-          if (!(await erase.analyticsRebuilt(scope))) await new Promise((r) => setTimeout(r, POLL_MS));
         }
-        return once(scope, id, name, (tx) => record({ deleted: before, finished_at: now(), remaining: -1 }, tx));
       }
+      case 'experiments':
+        return once(scope, id, name, async (tx) => {
+          const deleted = await erase.experiments(scope, reach, tx);
+          await record({ deleted, finished_at: now(), remaining: -1 }, tx);
+        });
     }
   }
 
@@ -128,6 +142,7 @@ export function createDeletionJob({
       webhooks: await erase.countWebhookCopies(scope, reach),
       exports: span ? await erase.countExports(scope, span, d.created_at.toISOString()) : 0,
       analytics: await erase.countAnalytics(scope, reach),
+      experiments: await erase.countExperiments(scope, reach),
     };
   }
 

@@ -17,7 +17,8 @@ const Subject = Type.Union([
 ]);
 const StoreReceipt = Type.Object({
   deleted: Type.Integer({
-    description: 'Rows removed (analytics: the rows the rebuild dropped; exports: exports expired)',
+    description:
+      'Rows removed (analytics: device, session, purchase and funnel-step rows taken out of the rollups; exports: exports expired)',
   }),
   finished_at: Type.String(DateTime),
   remaining: Type.Integer({
@@ -39,7 +40,7 @@ const Deletion = Type.Object({
   receipt: Type.Union([
     Type.Object({
       stores: Type.Record(Type.String(), StoreReceipt, {
-        description: 'events, option_locks, identity, webhooks, exports, analytics',
+        description: 'events, option_locks, identity, webhooks, exports, analytics, experiments',
       }),
       verified: Type.Boolean(),
     }),

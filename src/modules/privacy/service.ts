@@ -7,7 +7,15 @@ import { kindOf, type Subject, subjectHash, valueOf } from './hash.js';
 import type { DeletionRow, PrivacyStore, StepReceipt, SuppressionRow } from './store.js';
 
 /** The stores a deletion clears, in the order it clears them (docs/privacy.md). */
-export const ERASE_STEPS = ['events', 'option_locks', 'identity', 'webhooks', 'exports', 'analytics'] as const;
+export const ERASE_STEPS = [
+  'events',
+  'option_locks',
+  'identity',
+  'webhooks',
+  'exports',
+  'analytics',
+  'experiments',
+] as const;
 export type EraseStep = (typeof ERASE_STEPS)[number];
 
 export interface DeletionView {

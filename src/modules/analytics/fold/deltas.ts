@@ -12,7 +12,8 @@ import type { RoundDicts } from './events.js';
  * key instead, so no value can collide with another.
  */
 
-const UNKNOWN = 'unknown';
+/** The platform or country of a cell whose value is NULL (sql.ts writes the same). */
+export const UNKNOWN = 'unknown';
 
 export interface Seg {
   appEnv: number;

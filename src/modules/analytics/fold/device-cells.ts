@@ -130,6 +130,26 @@ export function histograms(
   }
 }
 
+/**
+ * A stored device's whole contribution taken out of the histograms (a privacy erasure): its days
+ * `list` [from, to) leave the active-user and flag cells, and the device leaves its cohort and
+ * onboarding cells, as `histograms` would compute them for it.
+ */
+export function leaveAll(
+  cells: HistogramCells,
+  list: Int32Array,
+  from: number,
+  to: number,
+  firstDay: number,
+  seg: number,
+): void {
+  active(cells, list, from, to, NONE, seg, -1);
+  for (let bit = 0; bit < FLAG_COUNT; bit++) flagged(cells, list, from, to, bit, NONE, seg, -1);
+  cells.cohort1(seg, firstDay, retMask(list, from, to, firstDay), -1);
+  const onb = onbDay(list, from, to);
+  if (onb !== NONE) cells.onb1(seg, firstDay, onb - firstDay, -1);
+}
+
 /** Active-user cells of the days of `list` [from, to) on or after `start`, each under its gap to the previous. */
 function active(
   cells: HistogramCells,

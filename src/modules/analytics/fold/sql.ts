@@ -308,3 +308,47 @@ export async function without<T>(
   for (const m of methods) await tx.query(`SET LOCAL enable_${m} = on`);
   return result;
 }
+
+// --- Erasure of devices (privacy, erase.ts) ---
+
+const SUBJECT_ROWS = 'tenant_id = $1 AND app_id = $2 AND anon_id = ANY ($3::uuid[])';
+
+/** The erased devices' stored rows: days as numbers since 2000-01-01 (the fold's), as device-cells.ts reads them. */
+export const ERASE_LOAD_DEVICES = `
+SELECT environment, platform, country, (first_day - date '2000-01-01') AS first_day, days
+  FROM an_devices WHERE ${SUBJECT_ROWS}`;
+
+/** A device-level delta table filled from arrays ($4.. by column): the erased devices' cells, negative. */
+function deviceDeltaInsert(delta: DeltaTableName, dayColumn: string, rest: string[]): string {
+  const cols = ['environment', dayColumn, 'platform', 'country', ...rest, 'n'];
+  const types = ['text', 'int', 'text', 'text', ...rest.map(() => 'int'), 'int'];
+  const args = types.map((t, i) => `$${i + 3}::${t}[]`).join(', ');
+  const values = cols.map((c) => (c === dayColumn ? `date '2000-01-01' + x.${c}` : `x.${c}`)).join(', ');
+  return `
+INSERT INTO ${delta} (tenant_id, app_id, ${cols.join(', ')})
+SELECT $1, $2, ${values} FROM unnest(${args}) AS x(${cols.join(', ')})`;
+}
+
+type DeltaTableName = (typeof HISTS)[number][1];
+
+export const ERASE_DEVICE_DELTAS = {
+  active: deviceDeltaInsert('an_d_active', 'day', ['gap']),
+  flag: deviceDeltaInsert('an_d_flag', 'day', ['flag', 'gap']),
+  cohort: deviceDeltaInsert('an_d_cohort', 'first_day', ['ret_mask']),
+  onb: deviceDeltaInsert('an_d_onb', 'first_day', ['onb_off']),
+};
+
+const counted = (gone: string, delta?: string) =>
+  `WITH y AS (${gone})${delta ? `, d AS (${delta})` : ''} SELECT count(*)::int AS n FROM y`;
+
+/**
+ * The erased devices' sessions, purchases and funnel-step rows go, sessions and purchases leaving
+ * their cells (delta tables) as the fold's own deltas compute them; each answers its row count.
+ * an_sessions has no index by device: one read of the table (as a moved device's).
+ */
+export const ERASE_ROWS = [
+  counted(`DELETE FROM an_sessions WHERE ${SUBJECT_ROWS} RETURNING *`, sessionDelta('-', 'y')),
+  counted(`DELETE FROM an_purchases WHERE ${SUBJECT_ROWS} RETURNING *`, revenueDelta('-', 'y')),
+  counted(`DELETE FROM an_steps WHERE ${SUBJECT_ROWS} RETURNING 1`),
+  counted(`DELETE FROM an_devices WHERE ${SUBJECT_ROWS} RETURNING 1`),
+];
