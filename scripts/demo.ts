@@ -84,7 +84,7 @@ async function main() {
     log: say,
   });
   say('waiting for the dashboard to fold the history…');
-  await waitForDashboard(demo.console);
+  await waitForDashboard(demo.console, Date.now());
   const example = `${site.url}/?api=${encodeURIComponent(api)}&key=${demo.publicKey}`;
   console.log(`
   Demo ready (${((Date.now() - began) / 1000).toFixed(0)} s).
@@ -99,15 +99,27 @@ async function main() {
 `);
 }
 
-/** Until the dashboard's KPIs count the uploaded devices (the fold runs every ROLLUP_INTERVAL_S). */
-async function waitForDashboard(headers: Record<string, string>) {
-  const deadline = Date.now() + 60_000;
+/**
+ * Until a fold that began after the upload ended has finished (the fold runs every
+ * ROLLUP_INTERVAL_S, one run at a time, and stamps `folded_at` with its start): the first stamp
+ * after the upload may be a run that took its horizon before the upload's end, the next one cannot.
+ */
+async function waitForDashboard(headers: Record<string, string>, uploadedAt: number) {
+  const deadline = Date.now() + 90_000;
+  let first = 0;
   while (Date.now() < deadline) {
     const r = await fetch(`${api}/api/v1/analytics/kpis?period=30d`, { headers });
-    const kpis = r.ok ? ((await r.json()) as { kpis: { metric: string; current: number | null }[] }).kpis : [];
-    const users = kpis.find((k) => k.metric === 'new_users')?.current ?? 0;
-    if (users > 0) return say(`dashboard: ${users} new users in the last 30 days`);
-    await new Promise((r) => setTimeout(r, 1000));
+    const body = (await r.json()) as {
+      kpis: { metric: string; current: number | null }[];
+      meta: { folded_at: string };
+    };
+    const at = Date.parse(body.meta?.folded_at ?? '') || 0;
+    if (first && at > first) {
+      const users = body.kpis.find((k) => k.metric === 'new_users')?.current;
+      return say(`dashboard up to date: ${users} new users in the last 30 days`);
+    }
+    if (!first && at > uploadedAt) first = at;
+    await new Promise((r) => setTimeout(r, 500));
   }
   say('the dashboard has not caught up yet; it will within a minute');
 }

@@ -133,11 +133,8 @@ export async function ensureContent(c: Api, h: Headers): Promise<Content> {
     { key: 'control', weight: 50, value: { paywall_id: annual } },
     { key: 'monthly_first', weight: 50, value: { paywall_id: monthly } },
   ];
-  const list = (await c.get('/api/v1/experiments?limit=100', h)).body.data as {
-    id: string;
-    key: string;
-    status: string;
-  }[];
+  type Experiment = { id: string; key: string; status: string; variants: typeof variants };
+  const list = (await c.get('/api/v1/experiments?limit=100', h)).body.data as Experiment[];
   let x = list.find((e) => e.key === EXPERIMENT_KEY);
   if (!x) {
     const body = {
@@ -149,8 +146,10 @@ export async function ensureContent(c: Api, h: Headers): Promise<Content> {
       secondary_metrics: ['trial_started', 'revenue'],
       guardrail_metrics: ['refund_rate'],
     };
-    x = (await c.post('/api/v1/experiments', body, h, [201])).body.data as { id: string; key: string; status: string };
+    x = (await c.post('/api/v1/experiments', body, h, [201])).body.data as Experiment;
   }
   if (x.status === 'draft') await c.post(`/api/v1/experiments/${x.id}/start`, {}, h);
-  return { flowId, paywalls: { annual, monthly }, experiment: { id: x.id, key: EXPERIMENT_KEY, variants } };
+  // An earlier run's experiment keeps its variants (frozen once started).
+  const experiment = { id: x.id, key: EXPERIMENT_KEY, variants: x.variants };
+  return { flowId, paywalls: { annual, monthly }, experiment };
 }

@@ -150,7 +150,8 @@ function device(h: History, d: number, rnd: () => number): Envelope[] {
     const sessions = rnd() < 0.3 ? 2 : 1;
     for (let s = 0; s < sessions; s++) {
       sessionAt(s === 0 ? 'launch' : 'resume', () => {
-        for (let i = Math.floor(rnd() * 4); i > 0; i--) emit('lesson_completed', { lesson: Math.floor(rnd() * 90) });
+        for (let i = Math.floor(rnd() * 4); i > 0; i--)
+          emit('lesson_completed', { lesson: Math.floor(rnd() * 90) }, 60_000 + rnd() * 240_000);
         if (!paid.bought && rnd() < 0.06) paywall(h, anon, rnd, emit, paid, t);
       });
       t += (1 + rnd() * 5) * HOUR;
