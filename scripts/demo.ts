@@ -2,6 +2,7 @@
 // seeded through the public API (scripts/demo/seed.ts), and the example app (examples/paywall-demo)
 // served beside it. Ctrl-C or SIGTERM stops both. Settings: examples/paywall-demo/README.md.
 import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureExampleBuilt, exampleDist } from '../examples/paywall-demo/scripts/build.mjs';
@@ -50,7 +51,16 @@ async function waitReady(deadline: number) {
   }
 }
 
+/** Refuses a busy port up front: otherwise another service answering there could look like ours. */
+async function assertFree(p: number) {
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer().once('error', () => reject(new Error(`port ${p} is in use (set PORT)`)));
+    probe.listen(p, () => probe.close(() => resolve()));
+  });
+}
+
 async function main() {
+  await assertFree(port);
   ensureSdkBuilt();
   ensureExampleBuilt(say);
   site = await serveStatic(exampleDist, examplePort);
