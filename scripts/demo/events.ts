@@ -60,9 +60,10 @@ function uuidOf(text: string): string {
 
 /** Every device's events, in time order. */
 export function generateHistory(h: History): Envelope[] {
-  const rnd = prng(h.seed ?? 42);
   const all: Envelope[] = [];
-  for (let d = 0; d < h.devices; d++) all.push(...device(h, d, rnd));
+  // A generator per device: a device's history depends on its index only, not on how many draws
+  // the devices before it took (those vary with the time of day the history ends at).
+  for (let d = 0; d < h.devices; d++) all.push(...device(h, d, prng((h.seed ?? 42) * 1_000_003 + d)));
   return all.sort((a, b) => a.ts_ms - b.ts_ms);
 }
 
