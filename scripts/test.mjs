@@ -37,6 +37,10 @@ if (!args.includes('--no-typecheck')) {
   execFileSync(process.execPath, ['console/node_modules/typescript/bin/tsc', '-p', 'console/tsconfig.json'], {
     stdio: 'inherit',
   });
+  // The example app (examples/paywall-demo), against the built SDK and bindings it imports.
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'examples/paywall-demo/tsconfig.json'], {
+    stdio: 'inherit',
+  });
 }
 
 // npm test runs this file under tsx, so the TypeScript source imports directly.
