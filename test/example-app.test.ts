@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import murmur from 'murmurhash3js';
 import { chromium, type Browser } from 'playwright-core';
 import { ensureExampleBuilt, exampleDist } from '../examples/paywall-demo/scripts/build.mjs';
+import { OPTION_SET_ID } from '../scripts/demo/content.js';
 import { type Demo, seedDemo } from '../scripts/demo/seed.js';
 import { serveStatic, type StaticSite } from '../scripts/demo/serve.js';
 import { CHROMIUM } from './helpers/browser.js';
@@ -162,8 +163,10 @@ describe('example app (Chromium)', () => {
     const flow = { flow_id: demo.flowId, total_steps: 3 };
     assert.deepEqual(p('onboarding_flow_started'), flow);
     ['welcome', 'city', 'reminders'].forEach((step_id, step_index) => {
-      for (const n of ['onboarding_step_viewed', 'onboarding_step_completed'])
-        assert.deepEqual(p(n, step_index), { ...flow, step_id, step_index });
+      assert.deepEqual(p('onboarding_step_viewed', step_index), { ...flow, step_id, step_index });
+      // The select step's answer goes with its completion, locking the Option Set value (decisions §3).
+      const answer = step_id === 'city' ? { option_set_id: OPTION_SET_ID, option_value: 'lisbon' } : {};
+      assert.deepEqual(p('onboarding_step_completed', step_index), { ...flow, step_id, step_index, ...answer });
     });
     assert.deepEqual(p('onboarding_flow_completed'), flow);
     assert.deepEqual(p('experiment_exposure'), { experiment_id: x.key, variant });

@@ -84,12 +84,54 @@ describe('sdk onboarding flow runtime', () => {
         ['onboarding_step_viewed', step('goal', 1)],
         ['onboarding_step_viewed', step('welcome', 0)],
         ['onboarding_step_viewed', step('goal', 1)],
-        ['onboarding_step_completed', step('goal', 1)],
+        ['onboarding_step_completed', { ...step('goal', 1), option_set_id: 'goals', option_value: 'lose_weight' }],
         ['onboarding_step_viewed', step('2', 2)],
         ['onboarding_step_completed', step('2', 2)],
         ['onboarding_flow_completed', { flow_id: flowId, total_steps: 3 }],
       ],
     );
+  });
+
+  it('a select step pages and searches the Option Set it names; its answer locks the value', async () => {
+    const items = ['Lose weight', 'Build muscle', 'Sleep better', 'Løse stress'].map((label, i) => ({
+      value: ['lose_weight', 'build_muscle', 'sleep', 'stress'][i],
+      label,
+      sort_order: i,
+    }));
+    const pair = { 'x-api-key': suite.t.live.public_key, 'x-api-secret': suite.t.live.secret_key };
+    const sync = await suite.c.post('/api/v1/sdk/option-sets/goals/sync', { mode: 'replace', items }, pair);
+    assert.equal(sync.status, 200, sync.text);
+    const c = sdk(memoryStorage());
+    await c.start();
+    const flow = c.flow(flowId)!;
+    assert.equal(flow.optionSetOf(1), 'goals');
+    await assert.rejects(flow.options(0), /names no option set/);
+    const first = await flow.options(1, { limit: 3 });
+    assert.deepEqual(
+      first.items.map((o) => o.value),
+      ['lose_weight', 'build_muscle', 'sleep'],
+    );
+    const rest = await flow.options(1, { limit: 3, cursor: first.next_cursor! });
+    assert.deepEqual(
+      rest.items.map((o) => o.value),
+      ['stress'],
+    );
+    assert.equal(rest.next_cursor, null);
+    const found = await flow.options(1, { q: 'lose' });
+    assert.deepEqual(
+      found.items.map((o) => o.value),
+      ['lose_weight', 'stress'],
+      'accent-insensitive search',
+    );
+
+    await flow.start();
+    await flow.complete(0);
+    await flow.complete(1, 'sleep');
+    await c.flush();
+    // The answer locked the value (the console's view of the set lists it), as the first test's did.
+    const set = await suite.c.get('/api/v1/option-sets/goals', suite.t.console);
+    assert.equal(set.status, 200, set.text);
+    assert.deepEqual(set.body.data.locked_values, ['lose_weight', 'sleep']);
   });
 
   it('dismiss: onboarding_flow_dismissed at the current step; a later start() begins again', async () => {

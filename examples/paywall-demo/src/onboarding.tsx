@@ -61,8 +61,8 @@ export function Onboarding({ client, flowId, onDone }: { client: Client; flowId:
       {step.body && <p>{step.body}</p>}
       {step.type === 'select' && step.option_set_id ? (
         <SelectStep
-          client={client}
-          setId={step.option_set_id}
+          flow={flow}
+          index={index}
           firstPage={def?.option_sets?.[step.option_set_id]?.items ?? []}
           onPick={(o) => void complete(o.value)}
         />

@@ -1,24 +1,19 @@
-import type { Client } from '@mobile-sdk-backend/sdk';
+import type { FlowRun } from '@mobile-sdk-backend/sdk';
 import { useEffect, useState } from 'react';
 
-/** An Option Set item as the service answers it. */
+/** An Option Set item: what the bundle carries for the first page, and what a search answers. */
 export interface Option {
   value: string;
   label: string;
   option_data?: Record<string, unknown> | null;
 }
 
-interface OptionPage {
-  items: Option[];
-  next_cursor: string | null;
-}
-
 /**
- * A select control over an Option Set: the bundle's first page at once, then the service's search
- * (`client.optionSet(setId, { q })`) as the user types.
+ * A select control over the Option Set step `index` names: the bundle's first page at once, then the
+ * service's search through the flow runtime (`flow.options(index, { q })`) as the user types.
  */
-export function SelectStep(props: { client: Client; setId: string; firstPage: Option[]; onPick: (o: Option) => void }) {
-  const { client, setId, firstPage } = props;
+export function SelectStep(props: { flow: FlowRun; index: number; firstPage: Option[]; onPick: (o: Option) => void }) {
+  const { flow, index, firstPage } = props;
   const [q, setQ] = useState('');
   const [items, setItems] = useState(firstPage);
   const [error, setError] = useState('');
@@ -27,8 +22,8 @@ export function SelectStep(props: { client: Client; setId: string; firstPage: Op
     if (!q.trim()) return setItems(firstPage);
     let live = true;
     const timer = setTimeout(() => {
-      client.optionSet(setId, { q: q.trim() }).then(
-        (page) => live && (setItems((page as OptionPage).items), setError('')),
+      flow.options(index, { q: q.trim() }).then(
+        (page) => live && (setItems(page.items as Option[]), setError('')),
         (e: unknown) => live && setError(String(e)),
       );
     }, 150); // one search per pause in typing
@@ -36,7 +31,7 @@ export function SelectStep(props: { client: Client; setId: string; firstPage: Op
       live = false;
       clearTimeout(timer);
     };
-  }, [client, setId, q, firstPage]);
+  }, [flow, index, q, firstPage]);
 
   return (
     <div>

@@ -4,7 +4,7 @@ import * as K from './constants.js';
 import { Delivery, type Identify } from './delivery.js';
 import { deviceFields, targeting, type DeviceInfo } from './envelope.js';
 import { evaluateExperiment, type ExperimentResult } from './experiments.js';
-import { FlowRun, type FlowProgress } from './flows.js';
+import { FlowRun, type FlowProgress, type OptionPage, type OptionQuery } from './flows.js';
 import { request, type FetchLike, type HttpAnswer } from './http.js';
 import { Lifecycle, type Session } from './lifecycle.js';
 import { bucketOf } from './murmur.js';
@@ -424,6 +424,7 @@ export class Client {
     if (!def || !Array.isArray(def.steps) || !this.state) return null;
     return new FlowRun(flowId, def, {
       track: (name, props) => this.track(name, props),
+      optionSet: (setId, query) => this.optionSet(setId, query),
       progress: (id) => this.state.flows?.[id],
       save: (id, p) => {
         (this.state.flows ??= {})[id] = p;
@@ -433,10 +434,10 @@ export class Client {
     });
   }
 
-  async optionSet(setId: string, opts: { cursor?: string; q?: string } = {}): Promise<unknown> {
-    const qs = ['cursor', 'q']
-      .filter((k) => opts[k as 'q'])
-      .map((k) => `${k}=${encodeURIComponent(opts[k as 'q']!)}`)
+  async optionSet(setId: string, opts: OptionQuery = {}): Promise<OptionPage> {
+    const qs = (['cursor', 'q', 'limit'] as const)
+      .filter((k) => opts[k])
+      .map((k) => `${k}=${encodeURIComponent(opts[k]!)}`)
       .join('&');
     const r = await this.call(
       'GET',

@@ -17,8 +17,25 @@ export interface FlowProgress {
   answers: Record<string, unknown>;
 }
 
+/** One page of an Option Set (`GET /api/v1/sdk/option-sets/{setId}`). */
+export interface OptionPage {
+  set_id: string;
+  version: number;
+  items: { id: string | null; value: string; label: string; sort_order: number; option_data: object | null }[];
+  /** Null on the last page. */
+  next_cursor: string | null;
+}
+
+export interface OptionQuery {
+  /** Accent- and case-insensitive search. */
+  q?: string;
+  cursor?: string;
+  limit?: number;
+}
+
 export interface FlowHost {
   track(name: string, properties: Record<string, unknown>): Promise<void>;
+  optionSet(setId: string, query: OptionQuery): Promise<OptionPage>;
   progress(flowId: string): FlowProgress | undefined;
   save(flowId: string, p: FlowProgress): Promise<void>;
 }
@@ -73,13 +90,33 @@ export class FlowRun {
     return this.save({ ...p, index: i, viewed: i }, 'onboarding_step_viewed', this.stepProps(i));
   }
 
-  /** Step `i` is done: `onboarding_step_completed`; after the last step, `onboarding_flow_completed` too. */
+  /** The Option Set step `i` names (`option_set_id`), or undefined. */
+  optionSetOf(i: number): string | undefined {
+    const id = this.def.steps[i]?.option_set_id;
+    return typeof id === 'string' && id ? id : undefined;
+  }
+
+  /** A page of the Option Set a select step names, searched with `q`, paged with `cursor`. */
+  options(i: number, query: OptionQuery = {}): Promise<OptionPage> {
+    const setId = this.optionSetOf(i);
+    if (!setId) return Promise.reject(new Error(`step ${i} names no option set`));
+    return this.host.optionSet(setId, query);
+  }
+
+  /**
+   * Step `i` is done: `onboarding_step_completed`; after the last step, `onboarding_flow_completed`
+   * too. A select step's answer (a value or values of its Option Set) goes with the event as
+   * `option_set_id` and `option_value`, which lock those values (decisions §3).
+   */
   async complete(i: number, answer?: unknown): Promise<void> {
     const p = this.current(i);
     const answers = answer === undefined ? p.answers : { ...p.answers, [this.stepId(i)]: answer };
     const last = i === this.totalSteps - 1;
     const next: FlowProgress = { ...p, answers, index: last ? i : i + 1, status: last ? 'completed' : p.status };
-    await this.save(next, 'onboarding_step_completed', this.stepProps(i));
+    const setId = this.optionSetOf(i);
+    const chosen = typeof answer === 'string' || (Array.isArray(answer) && answer.every((v) => typeof v === 'string'));
+    const lock = setId && chosen ? { option_set_id: setId, option_value: answer } : {};
+    await this.save(next, 'onboarding_step_completed', { ...this.stepProps(i), ...lock });
     if (last)
       await this.host.track('onboarding_flow_completed', { flow_id: this.flowId, total_steps: this.totalSteps });
   }

@@ -8,7 +8,7 @@ export {
   type ExperimentResult,
   type ExperimentVariant,
 } from './experiments.js';
-export type { FlowDefinition, FlowProgress, FlowRun } from './flows.js';
+export type { FlowDefinition, FlowProgress, FlowRun, OptionPage, OptionQuery } from './flows.js';
 export type { FetchLike } from './http.js';
 export { bucketOf, murmur3 } from './murmur.js';
 // The validator (validateRules, OPERATORS) is in '@mobile-sdk-backend/sdk/rules': apps only evaluate rules.
