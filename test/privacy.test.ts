@@ -113,6 +113,12 @@ async function cells(k: Tenant) {
   }
   return out;
 }
+/** The onboarding funnel's users per step (a stored answer when there is one, docs/analytics.md). */
+async function funnel(k: Tenant) {
+  const r = await c.get('/api/v1/analytics/funnel/onboarding', k.console);
+  assert.equal(r.status, 200, r.text);
+  return r.body.steps.map((x: { users: number }) => x.users);
+}
 async function kpis(k: Tenant) {
   const q = `start_date=${iso(base).slice(0, 10)}&end_date=${iso(base + 6 * DAY).slice(0, 10)}`;
   const r = await c.get(`/api/v1/analytics/kpis?${q}`, k.console);
@@ -215,15 +221,15 @@ describe('privacy: erase a person everywhere', () => {
     assert.equal(file.status, 200);
     assert.ok(file.text.includes(phone), 'the export file holds the person');
 
-    await fold();
-    await foldExperiments();
-    assert.ok((await exported(t)).some(holdsPerson), 'the person is in the export API before');
-
     // The twin app is sent only what must remain; its KPIs are the independent recomputation.
     await ingest(
       twin,
       rest.map((e) => ({ ...e, event_id: randomUUID() })),
     );
+    await fold();
+    await foldExperiments();
+    assert.ok((await exported(t)).some(holdsPerson), 'the person is in the export API before');
+    const stored = await funnel(t); // an answer counting the person, stored
 
     const req = await c.post('/api/v1/privacy/deletions', { subjects: [{ user_id: USER }] }, t.console);
     assert.equal(req.status, 202, req.text);
@@ -273,6 +279,10 @@ describe('privacy: erase a person everywhere', () => {
       exportId,
     ]);
     assert.equal(files, 1, 'the export file is deleted');
+
+    // Right away (no fold since), the stored funnel answer that counted the person is not served.
+    assert.notDeepEqual(await funnel(t), stored);
+    assert.deepEqual(await funnel(t), await funnel(twin));
 
     // The rollups after the erasure (the person's contributions subtracted, no rebuild) equal, cell by
     // cell, those the fold built for the app that only ever had the remaining events; so do the KPIs

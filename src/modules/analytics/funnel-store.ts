@@ -32,6 +32,11 @@ ON CONFLICT (app_id, environment) DO UPDATE SET version = an_app_versions.versio
   );
 }
 
+/** Forgets the app's stored funnel answers (a privacy erasure): the next read computes them anew. */
+export async function dropAppAnswers(tx: Queryable, scope: Scope): Promise<void> {
+  await tx.query('DELETE FROM an_funnel_results WHERE tenant_id = $1 AND app_id = $2', [scope.tenantId, scope.appId]);
+}
+
 export function createFunnelStore(db: Queryable) {
   return {
     async version(scope: Scope, env: Env): Promise<number> {

@@ -1,6 +1,6 @@
 import type { Conn } from '../../../db/pool.js';
 import type { Scope } from '../../../types/domain.js';
-import { bumpAppVersions } from '../funnel-store.js';
+import { bumpAppVersions, dropAppAnswers } from '../funnel-store.js';
 import { type HistogramCells, leaveAll } from './device-cells.js';
 import { UNKNOWN } from './deltas.js';
 import { ALL, lockState } from './round.js';
@@ -115,7 +115,9 @@ export async function eraseDevices(
   const [sessions, purchases, steps, gone] = counts;
   for (const sql of APPLY_HIST_DELTAS) await tx.query(sql);
   await tx.query(DROP_HIST_DELTAS);
-  // Stored funnel answers of the app are no longer exact (funnel-answers.ts).
+  // Stored funnel answers of the app counted the devices: forgotten, so the next read computes them
+  // without them (a moved version alone lets a young answer be served a while, funnel-answers.ts).
+  await dropAppAnswers(tx, scope);
   const envs = [...new Set(devices.rows.map((d) => d.environment))];
   await bumpAppVersions(
     tx,
