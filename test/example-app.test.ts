@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import murmur from 'murmurhash3js';
-import { chromium, type Browser } from 'playwright-core';
 import { ensureExampleBuilt, exampleDist } from '../examples/paywall-demo/scripts/build.mjs';
 import { OPTION_SET_ID } from '../scripts/demo/content.js';
 import { type Demo, seedDemo } from '../scripts/demo/seed.js';
-import { serveStatic, type StaticSite } from '../scripts/demo/serve.js';
-import { CHROMIUM } from './helpers/browser.js';
-import { client, type Client } from './helpers/client.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { serveStatic } from '../scripts/demo/serve.js';
+import { useCrossOriginRig } from './helpers/browser.js';
 
 // The example app a newcomer runs (examples/paywall-demo, built with Vite) in Chromium, on its own
 // origin, against a service seeded by the demo's own seeding (scripts/demo/seed.ts) at a small
@@ -31,30 +28,18 @@ interface Stored {
 const DAYS = 6;
 const DEVICES = 60;
 
-let site: StaticSite;
-let server: TestServer;
-let browser: Browser;
-let c: Client;
 let demo: Demo;
 let root: Record<string, string>;
 
 describe('example app (Chromium)', () => {
-  before(async () => {
+  const rig = useCrossOriginRig(() => {
     ensureExampleBuilt(() => undefined);
-    site = await serveStatic(exampleDist);
-    [server, browser] = await Promise.all([
-      startTestServer({ CORS_ORIGINS: site.url }),
-      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
-    ]);
-    c = client(server.url);
-    demo = await seedDemo({ baseUrl: server.url, devices: DEVICES, days: DAYS, seed: 7 });
-    const r = await c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' });
-    root = { authorization: `Bearer ${r.body.token}` };
+    return serveStatic(exampleDist);
   });
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
-    await site?.close();
+  before(async () => {
+    demo = await seedDemo({ baseUrl: rig.server.url, devices: DEVICES, days: DAYS, seed: 7 });
+    const r = await rig.c.post('/api/v1/auth/signup', { email: 'root@example.com', password: 'correct horse battery' });
+    root = { authorization: `Bearer ${r.body.token}` };
   });
 
   /** The app's raw events in the window, every page of the export API. */
@@ -62,7 +47,7 @@ describe('example app (Chromium)', () => {
     const q = `start_date=${new Date(Date.now() - (DAYS + 2) * 86_400_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
     const all: Stored[] = [];
     for (let offset = 0; ; offset += 1000) {
-      const r = await c.get(`/api/v1/sdk/events/export?${q}&offset=${offset}`, { 'x-api-key': demo.publicKey });
+      const r = await rig.c.get(`/api/v1/sdk/events/export?${q}&offset=${offset}`, { 'x-api-key': demo.publicKey });
       assert.equal(r.status, 200, r.text);
       all.push(...r.body.data);
       if (!r.body.meta.hasMore) return all;
@@ -71,8 +56,8 @@ describe('example app (Chromium)', () => {
 
   /** A fold now (every committed event), then the dashboard's KPIs as the console reads them. */
   async function kpis(): Promise<Record<string, number>> {
-    assert.equal((await c.post('/api/v1/admin/analytics/rollup', {}, root)).status, 200);
-    const r = await c.get('/api/v1/analytics/kpis?period=7d', demo.console);
+    assert.equal((await rig.c.post('/api/v1/admin/analytics/rollup', {}, root)).status, 200);
+    const r = await rig.c.get('/api/v1/analytics/kpis?period=7d', demo.console);
     assert.equal(r.status, 200, r.text);
     return Object.fromEntries(r.body.kpis.map((k: { metric: string; current: number }) => [k.metric, k.current]));
   }
@@ -99,9 +84,9 @@ describe('example app (Chromium)', () => {
     near(before.onboarding_completion_rate, seeded.onboarding_completion_rate);
     near(before.paywall_view_rate, seeded.paywall_view_rate);
 
-    const page = await (await browser.newContext()).newPage();
+    const page = await (await rig.browser.newContext()).newPage();
     page.setDefaultTimeout(15_000);
-    await page.goto(`${site.url}/?api=${encodeURIComponent(server.url)}&key=${demo.publicKey}`);
+    await page.goto(`${rig.site.url}/?api=${encodeURIComponent(rig.server.url)}&key=${demo.publicKey}`);
     await page.getByRole('heading', { name: 'Welcome to Lingo' }).waitFor();
     const anon = await page.evaluate(() => (window as unknown as { sdk: { getAnonId(): string } }).sdk.getAnonId());
     await page.getByRole('button', { name: 'Continue' }).click();
@@ -191,13 +176,13 @@ describe('example app (Chromium)', () => {
   });
 
   it('a second seeding reuses the demo organization (idempotent) and uploads nothing', async () => {
-    const again = await seedDemo({ baseUrl: server.url, devices: DEVICES, days: DAYS, seed: 7 });
+    const again = await seedDemo({ baseUrl: rig.server.url, devices: DEVICES, days: DAYS, seed: 7 });
     assert.equal(again.uploaded, 0);
     assert.deepEqual(
       [again.orgId, again.appId, again.publicKey, again.flowId, again.experiment.id, again.paywalls],
       [demo.orgId, demo.appId, demo.publicKey, demo.flowId, demo.experiment.id, demo.paywalls],
     );
-    const me = await c.get('/api/v1/me', { authorization: `Bearer ${again.token}` });
+    const me = await rig.c.get('/api/v1/me', { authorization: `Bearer ${again.token}` });
     assert.equal(me.body.data.organizations.length, 1);
     assert.equal(me.body.data.organizations[0].apps.length, 1);
   });

@@ -1,20 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import murmur from 'murmurhash3js';
-import { chromium, type Browser } from 'playwright-core';
-import { CHROMIUM } from './helpers/browser.js';
-import { client, createTenant, type Client, type Tenant } from './helpers/client.js';
+import { useCrossOriginRig } from './helpers/browser.js';
+import { createTenant, type Tenant } from './helpers/client.js';
 import { startReactPage } from './helpers/react-page.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
 
 // @mobile-sdk-backend/react in Chromium: a page (its own origin; CORS allows it) renders a component
 // using useFlag and useExperiment with the browser client against the real service, and re-renders
 // when a publish reaches it through the config stream.
-let site: Awaited<ReturnType<typeof startReactPage>>;
-let server: TestServer;
-let c: Client;
 let t: Tenant;
-let browser: Browser;
 declare const sdkReady: Promise<string>;
 
 const VARIANTS = [
@@ -29,40 +23,34 @@ async function ok(r: Promise<{ status: number; text: string; body: any }>, statu
 }
 
 describe('react bindings in Chromium', () => {
+  const rig = useCrossOriginRig(startReactPage);
   before(async () => {
-    site = await startReactPage();
-    [server, browser] = await Promise.all([
-      startTestServer({ CORS_ORIGINS: site.url }),
-      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
-    ]);
-    c = client(server.url);
-    t = await createTenant(c);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
-    await site?.close();
+    t = await createTenant(rig.c);
   });
 
   it('renders the flag and the assigned variant, and re-renders after a publish', async () => {
-    await ok(c.put('/api/v1/feature-flags/new_checkout', { enabled: true }, t.console));
+    await ok(rig.c.put('/api/v1/feature-flags/new_checkout', { enabled: true }, t.console));
     const body = { key: 'layout_test', name: 'Layout', variants: VARIANTS, primary_metric: 'trial_started' };
-    const x = await ok(c.post('/api/v1/experiments', body, t.console), 201);
-    await ok(c.post(`/api/v1/experiments/${x.data.id}/start`, {}, t.console));
+    const x = await ok(rig.c.post('/api/v1/experiments', body, t.console), 201);
+    await ok(rig.c.post(`/api/v1/experiments/${x.data.id}/start`, {}, t.console));
 
-    const page = await (await browser.newContext()).newPage();
+    const page = await (await rig.browser.newContext()).newPage();
     page.setDefaultTimeout(15_000);
-    await page.goto(`${site.url}/?key=${t.live.public_key}&api=${encodeURIComponent(server.url)}`);
+    await page.goto(`${rig.site.url}/?key=${t.live.public_key}&api=${encodeURIComponent(rig.server.url)}`);
     const anon = await page.evaluate(() => sdkReady);
     // The assignment computed apart (the service's murmur library): bucket < 5000 is control.
     const v = VARIANTS[murmur.x86.hash32(`${anon}:layout_test`) % 10_000 < 5000 ? 0 : 1];
     const out = page.locator('#out');
     await out.filter({ hasText: `flag:true exp:${v.key}/${v.value}` }).waitFor();
 
-    await ok(c.put('/api/v1/feature-flags/new_checkout', { enabled: false }, t.console));
+    await ok(rig.c.put('/api/v1/feature-flags/new_checkout', { enabled: false }, t.console));
     await out.filter({ hasText: `flag:false exp:${v.key}/${v.value}` }).waitFor();
     await ok(
-      c.post(`/api/v1/experiments/${x.data.id}/ship`, { variant: 'annual_first', acknowledge_srm: true }, t.console),
+      rig.c.post(
+        `/api/v1/experiments/${x.data.id}/ship`,
+        { variant: 'annual_first', acknowledge_srm: true },
+        t.console,
+      ),
     );
     await out.filter({ hasText: 'flag:false exp:annual_first/annual_first' }).waitFor();
     assert.equal(await out.textContent(), 'flag:false exp:annual_first/annual_first');

@@ -1,19 +1,14 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM } from './helpers/browser.js';
-import { client, createTenant, type Client, type Tenant } from './helpers/client.js';
+import { before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { useCrossOriginRig } from './helpers/browser.js';
+import { createTenant, type Tenant } from './helpers/client.js';
 import { startSdkPage } from './helpers/sdk-page.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
 
 // The browser entry (@mobile-sdk-backend/sdk/browser, built) in Chromium, on its own origin,
 // against the real service (CORS allows the page's origin); what arrived is read back through
 // the export API.
-let page0: Awaited<ReturnType<typeof startSdkPage>>;
-let server: TestServer;
-let c: Client;
 let t: Tenant;
-let browser: Browser;
 
 interface Stored {
   event_name: string;
@@ -24,26 +19,16 @@ declare const sdk: import('../packages/sdk/src/index.js').Client;
 declare const sdkReady: Promise<string>;
 
 describe('sdk browser entry (Chromium)', () => {
+  const rig = useCrossOriginRig(startSdkPage);
   before(async () => {
-    page0 = await startSdkPage();
-    [server, browser] = await Promise.all([
-      startTestServer({ CORS_ORIGINS: page0.url }),
-      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
-    ]);
-    c = client(server.url);
-    t = await createTenant(c);
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
-    await page0?.close();
+    t = await createTenant(rig.c);
   });
 
   async function open(): Promise<{ page: Page; anon: string }> {
-    const ctx = await browser.newContext();
+    const ctx = await rig.browser.newContext();
     const page = await ctx.newPage();
     page.setDefaultTimeout(15_000);
-    await page.goto(`${page0.url}/?key=${t.live.public_key}&api=${encodeURIComponent(server.url)}`);
+    await page.goto(`${rig.site.url}/?key=${t.live.public_key}&api=${encodeURIComponent(rig.server.url)}`);
     const anon = await page.evaluate(() => sdkReady);
     return { page, anon };
   }
@@ -53,7 +38,7 @@ describe('sdk browser entry (Chromium)', () => {
     const q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
     const end = Date.now() + 10_000;
     for (;;) {
-      const r = await c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': t.live.public_key });
+      const r = await rig.c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': t.live.public_key });
       assert.equal(r.status, 200, r.text);
       const mine = (r.body.data as (Stored & { user: { anon_id: string } })[])
         .filter((e) => e.user.anon_id === anon)

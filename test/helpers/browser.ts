@@ -24,6 +24,42 @@ export interface ConsoleRig {
   open(to?: string, options?: BrowserContextOptions): Promise<Page>;
 }
 
+/** A site serving a test page from its own origin. */
+export interface Site {
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface CrossOriginRig {
+  site: Site;
+  /** The service, allowing the site's origin (CORS_ORIGINS). */
+  server: TestServer;
+  c: Client;
+  browser: Browser;
+}
+
+/**
+ * The rig of the SDK's browser tests: a page the site serves on its own origin, the real service
+ * allowing that origin, and a Chromium; started before the suite's tests and stopped after them.
+ */
+export function useCrossOriginRig(startSite: () => Promise<Site>): CrossOriginRig {
+  const rig = {} as CrossOriginRig;
+  before(async () => {
+    rig.site = await startSite();
+    [rig.server, rig.browser] = await Promise.all([
+      startTestServer({ CORS_ORIGINS: rig.site.url }),
+      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
+    ]);
+    rig.c = client(rig.server.url);
+  });
+  after(async () => {
+    await rig.browser?.close();
+    await rig.server?.stop();
+    await rig.site?.close();
+  });
+  return rig;
+}
+
 /**
  * Reports every Content-Security-Policy violation of the context's pages to `found`: Chromium's
  * own console error ("… violates the following Content Security Policy directive …") and a
