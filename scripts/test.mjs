@@ -83,11 +83,13 @@ const code = await new Promise((resolve) => {
       '--test',
       '--test-concurrency=2',
       '--test-timeout=300000',
-      // A file's process exits once its tests and hooks are done, as the service does after its stop.
-      // `--no-force-exit` lets a file's process exit on its own instead (a handle left open then fails
-      // the file at the timeout, and test/helpers/linger.ts prints what holds it): one of 48 files kept
-      // two timers past its last stop under load, so far not reproduced alone (README, Tests).
-      ...(args.includes('--no-force-exit') ? [] : ['--test-force-exit']),
+      // Each file's process exits on its own once its tests and hooks are done (its servers stopped):
+      // a handle left open keeps it alive, and the file then fails at the timeout above, named
+      // ("test timed out"), with what holds it printed by test/helpers/linger.ts. Every file was seen
+      // to exit on its own (README, Tests). `--force-exit` ends each file's process after its last
+      // test instead (node's --test-force-exit), to get past a linger while it is being found;
+      // `--no-force-exit`, the default, is still accepted.
+      ...(args.includes('--force-exit') ? ['--test-force-exit'] : []),
       '--test-reporter=spec',
       ...runnerArgs,
       ...files,

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import { registerErrorHandling } from './http/errors.js';
-import { clientErrorHandler, frameworkErrors, registerJsonBodies } from './http/json-body.js';
+import { clientErrorHandler, frameworkErrors, registerJsonBodies, unmatchedInputChecks } from './http/json-body.js';
 import { swaggerOptions } from './http/openapi.js';
 import { Problem } from './http/schemas.js';
 import { apiHeaders, isPage, pageHelmet, servesHttps } from './http/security-headers.js';
@@ -70,7 +70,7 @@ export async function buildApp({
     done();
   });
 
-  registerErrorHandling(app, logger);
+  registerErrorHandling(app, logger, { preValidation: unmatchedInputChecks });
   registerJsonBodies(app);
   app.addSchema(Problem);
   if (corsOrigins.length > 0) {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, preValidationHookHandler } from 'fastify';
 
 /** The closed set of error codes clients can rely on, with their HTTP status. */
 export const ERROR_STATUS = {
@@ -76,8 +76,15 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[]) 
   return { type: 'about:blank', title: TITLES[code], status, detail, code, ...(errors ? { errors } : {}) };
 }
 
-/** Maps every error to RFC 9457 problem+json; driver and internal messages never reach the client. */
-export function registerErrorHandling(app: FastifyInstance, logger: Logger): void {
+/**
+ * Maps every error to RFC 9457 problem+json; driver and internal messages never reach the client.
+ * `notFound` holds the hooks of requests that match no route (e.g. the input check).
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  logger: Logger,
+  notFound: { preValidation?: preValidationHookHandler } = {},
+): void {
   app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
     let body;
     if (err instanceof AppError) {
@@ -109,7 +116,7 @@ export function registerErrorHandling(app: FastifyInstance, logger: Logger): voi
     reply.status(body.status).type('application/problem+json').send(body);
   });
 
-  app.setNotFoundHandler((request, reply) => {
+  app.setNotFoundHandler(notFound, (request, reply) => {
     reply
       .status(404)
       .type('application/problem+json')

@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
 import { AppError, problem } from './errors.js';
 import { findJsonViolation, type JsonViolation } from './json-bounds.js';
@@ -41,6 +41,7 @@ export function registerJsonBodies(app: FastifyInstance): void {
       params: numericParams(route.schema?.params),
     };
     if (numeric.querystring.length || numeric.params.length) route.config = { ...route.config, numeric };
+    route.preValidation = [inputChecks(route.schema?.body !== undefined, numeric), ...asArray(route.preValidation)];
   });
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -55,25 +56,42 @@ export function registerJsonBodies(app: FastifyInstance): void {
       done(null, value);
     });
   });
-
-  // Callback style: an async hook would cost a promise per request on the hottest routes.
-  app.addHook('preValidation', (req: FastifyRequest, _reply, done) => {
-    if (req.body === undefined && req.routeOptions.schema?.body) req.body = {};
-    const inQuery = findJsonViolation(req.query);
-    if (inQuery) return done(violationError('/querystring', inQuery));
-    const inParams = findJsonViolation(req.params);
-    if (inParams) return done(violationError('/params', inParams));
-    const numeric = req.routeOptions.config.numeric;
-    if (numeric) {
-      // Before the schema's coercion, which would read `0x10` as 16 and `1e999` as Infinity.
-      const q = findNumericParamProblem(numeric.querystring, req.query as Record<string, unknown>);
-      if (q) return done(violationError('/querystring', { path: `/${q.name}`, message: q.message }));
-      const p = findNumericParamProblem(numeric.params, req.params as Record<string, unknown>);
-      if (p) return done(violationError('/params', { path: `/${p.name}`, message: p.message }));
-    }
-    done();
-  });
 }
+
+type PreValidation = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
+/** Most requests have no query string and no path parameters: nothing to walk then. */
+function hasKeys(o: unknown): boolean {
+  for (const _ in o as object) return true;
+  return false;
+}
+const asArray = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
+
+/**
+ * A route's own input check, built once from its schema when the route is registered: a global hook
+ * would read `req.routeOptions`, which Fastify builds and freezes anew on each read (two per request).
+ * URLs that match no route get `unmatchedInputChecks` from the 404 handler.
+ */
+function inputChecks(hasBody: boolean, numeric: NonNullable<FastifyContextConfig['numeric']>): PreValidation {
+  const numericQuery = numeric.querystring.length > 0 ? numeric.querystring : undefined;
+  const numericParams = numeric.params.length > 0 ? numeric.params : undefined;
+  // Callback style: an async hook would cost a promise per request on the hottest routes.
+  return (req, _reply, done) => {
+    if (hasBody && req.body === undefined) req.body = {};
+    const inQuery = hasKeys(req.query) ? findJsonViolation(req.query) : null;
+    if (inQuery) return done(violationError('/querystring', inQuery));
+    const inParams = hasKeys(req.params) ? findJsonViolation(req.params) : null;
+    if (inParams) return done(violationError('/params', inParams));
+    // Before the schema's coercion, which would read `0x10` as 16 and `1e999` as Infinity.
+    const q = numericQuery && findNumericParamProblem(numericQuery, req.query as Record<string, unknown>);
+    if (q) return done(violationError('/querystring', { path: `/${q.name}`, message: q.message }));
+    const p = numericParams && findNumericParamProblem(numericParams, req.params as Record<string, unknown>);
+    if (p) return done(violationError('/params', { path: `/${p.name}`, message: p.message }));
+    done();
+  };
+}
+
+/** The same check for URLs that match no route (the 404 handler's preValidation): a hostile query is a 400 there too. */
+export const unmatchedInputChecks: PreValidation = inputChecks(false, { querystring: [], params: [] });
 
 /**
  * URLs the router refuses before any route runs (a path parameter that is not valid percent-encoded

@@ -38,15 +38,17 @@ export function metricsRoutes({ metrics, token }: { metrics: Metrics; token?: st
     // more than the rest of the instrumentation on the smallest routes. Callback-style hooks: an
     // async one would cost a promise per request.
     app.decorateRequest('metricsStartMs', 0);
-    app.addHook('onRequest', (req, _reply, done) => {
-      req.metricsStartMs = performance.now();
-      done();
-    });
-    // Requests that matched no route: the 404 handler has only the global hooks.
+    // Requests that matched no route (the 404 handler has only the global hooks) are counted when
+    // their answer is finished: a listener on those alone, where a global onSend hook would run
+    // on every request of every route.
     const unmatched = metrics.httpRoute('unmatched');
-    app.addHook('onSend', (req, reply, payload, done) => {
-      if (req.is404) unmatched.observe(req.method, reply.statusCode, (performance.now() - req.metricsStartMs) / 1000);
-      done(null, payload);
+    app.addHook('onRequest', (req, reply, done) => {
+      req.metricsStartMs = performance.now();
+      if (req.is404)
+        reply.raw.once('finish', () =>
+          unmatched.observe(req.method, reply.statusCode, (performance.now() - req.metricsStartMs) / 1000),
+        );
+      done();
     });
     // Each route gets its own hook holding its series (the pattern, so the label set stays small):
     // a request then costs two map look-ups and a few additions, and allocates nothing.
