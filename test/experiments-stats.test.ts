@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { bucketOf as sdkBucketOf, murmur3 } from '@mobile-sdk-backend/sdk';
 import { assign, bucketOf, coverageNeeded, NEVER_MATCHES } from '../src/modules/experiments/assignment.js';
+import { mulberry32 } from '../scripts/demo/prng.js';
 import {
   chiSquareCdf,
   chiSquareSf,
@@ -207,25 +208,13 @@ describe('stats: per-variant summaries and comparisons', () => {
   });
 });
 
-/** mulberry32: a small seeded generator, so the simulation is reproducible. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('A/A simulation: peeking every day for 30 days', () => {
   it('the fixed-sample interval excludes 0 at some look far more often than 5%; the sequential one stays at or under 5%', () => {
     const EXPERIMENTS = 1000;
     const DAYS = 30;
     const PER_DAY = 100; // devices per arm per day
     const P = 0.1; // the same conversion rate in both arms
-    const next = rng(20261128);
+    const next = mulberry32(20261128);
     let fixedHits = 0;
     let seqHits = 0;
     for (let e = 0; e < EXPERIMENTS; e++) {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { assignVariant, type ExperimentVariant } from '@mobile-sdk-backend/sdk/experiments';
 import { CITIES } from './cities.js';
 import { PLANS } from './content.js';
+import { mulberry32 } from './prng.js';
 
 // Generated history for the demo app: what the SDK would have sent from `devices` installs spread
 // over the last `days` days (more of them lately, as a growing app), with drop-off at every step
@@ -39,18 +40,6 @@ const COUNTRIES = [
 ] as const;
 const APP_VERSIONS = ['3.0.0', '3.1.0', '3.2.0'];
 
-/** mulberry32: a small seeded PRNG, so a seed gives the same history. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A v4-shaped UUID derived from `text` (stable across runs). */
 function uuidOf(text: string): string {
   const h = createHash('sha256').update(text).digest('hex');
@@ -63,7 +52,7 @@ export function generateHistory(h: History): Envelope[] {
   const all: Envelope[] = [];
   // A generator per device: a device's history depends on its index only, not on how many draws
   // the devices before it took (those vary with the time of day the history ends at).
-  for (let d = 0; d < h.devices; d++) all.push(...device(h, d, prng((h.seed ?? 42) * 1_000_003 + d)));
+  for (let d = 0; d < h.devices; d++) all.push(...device(h, d, mulberry32((h.seed ?? 42) * 1_000_003 + d)));
   return all.sort((a, b) => a.ts_ms - b.ts_ms);
 }
 
