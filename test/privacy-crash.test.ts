@@ -7,6 +7,7 @@ import pg from 'pg';
 import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
 import { clusterEnv, makeInstance, startInstance, stopInstance, type Instance } from './helpers/processes.js';
 import { createTestDatabase } from './helpers/server.js';
+import { waitFor } from './webhooks-receiver.js';
 
 let db: pg.Pool;
 let env: Record<string, string>;
@@ -31,15 +32,8 @@ after(async () => {
   await db?.end();
 });
 
-async function until<T>(what: string, f: () => Promise<T | undefined | false>, ms = 120_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The project's poll (webhooks-receiver.ts `waitFor`), with this file's patience. */
+const until = <T>(what: string, f: () => Promise<T>, ms = 120_000) => waitFor(f, what, ms);
 
 describe('privacy: a deletion killed mid-way', () => {
   it('finishes after kill -9 and a restart, each store cleared once', { timeout: 300_000 }, async () => {

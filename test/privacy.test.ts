@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { client, createTenant, makeEvent, type Client, type Tenant } from './helpers/client.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { waitFor } from './webhooks-receiver.js';
 
 /*
  * Issue 36: a person on two devices (identify links them) is erased by user_id from every store;
@@ -125,15 +126,8 @@ async function kpis(k: Tenant) {
   assert.equal(r.status, 200, r.text);
   return Object.fromEntries(r.body.kpis.map((x: any) => [x.metric, x.current]));
 }
-async function until<T>(what: string, f: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The project's poll (webhooks-receiver.ts `waitFor`), with this file's patience. */
+const until = <T>(what: string, f: () => Promise<T>, ms = 60_000) => waitFor(f, what, ms);
 async function exported(k: Tenant): Promise<any[]> {
   const r = await c.get(
     `/api/v1/sdk/events/export?start_date=${iso(base - DAY)}&end_date=${iso(Date.now() + DAY)}&limit=1000`,

@@ -15,6 +15,7 @@ import {
 } from '@mobile-sdk-backend/react';
 import { createClient, memoryStorage, type Client, type ClientOptions } from '@mobile-sdk-backend/sdk';
 import { useTenantApp } from './helpers/suite.js';
+import { deviceEvents } from './helpers/client.js';
 
 // @mobile-sdk-backend/react (built, as an app imports it) with React Testing Library on happy-dom,
 // the SDK talking to the real service: content made through the API, events read back through export.
@@ -45,13 +46,7 @@ function sdk(over: Partial<ClientOptions> = {}): Client {
 }
 
 async function stored(anon: string) {
-  const q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
-  const r = await suite.c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': suite.t.live.public_key });
-  assert.equal(r.status, 200, r.text);
-  return (r.body.data as { event_name: string; user: { anon_id: string }; properties: any; context: any }[])
-    .filter((e) => e.user.anon_id === anon)
-    .sort((a, b) => a.context.client_seq - b.context.client_seq)
-    .map((e) => [e.event_name, e.properties]);
+  return (await deviceEvents(suite.c, suite.t.live.public_key, anon)).map((e) => [e.event_name, e.properties]);
 }
 
 async function ok(r: Promise<{ status: number; text: string; body: any }>, status = 200) {

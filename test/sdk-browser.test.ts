@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { useCrossOriginRig } from './helpers/browser.js';
-import { createTenant, type Tenant } from './helpers/client.js';
+import { createTenant, deviceEvents, type ExportedEvent, type Tenant } from './helpers/client.js';
 import { startSdkPage } from './helpers/sdk-page.js';
 
 // The browser entry (@mobile-sdk-backend/sdk/browser, built) in Chromium, on its own origin,
@@ -10,11 +10,6 @@ import { startSdkPage } from './helpers/sdk-page.js';
 // the export API.
 let t: Tenant;
 
-interface Stored {
-  event_name: string;
-  context: { session_id: string; client_seq: number };
-  properties: Record<string, unknown>;
-}
 declare const sdk: import('../packages/sdk/src/index.js').Client;
 declare const sdkReady: Promise<string>;
 
@@ -34,15 +29,10 @@ describe('sdk browser entry (Chromium)', () => {
   }
 
   /** The device's stored events in client_seq order, once `done` says they are all there (10 s at most). */
-  async function stored(anon: string, done: (e: Stored[]) => boolean): Promise<Stored[]> {
-    const q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
+  async function stored(anon: string, done: (e: ExportedEvent[]) => boolean): Promise<ExportedEvent[]> {
     const end = Date.now() + 10_000;
     for (;;) {
-      const r = await rig.c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': t.live.public_key });
-      assert.equal(r.status, 200, r.text);
-      const mine = (r.body.data as (Stored & { user: { anon_id: string } })[])
-        .filter((e) => e.user.anon_id === anon)
-        .sort((a, b) => a.context.client_seq - b.context.client_seq);
+      const mine = await deviceEvents(rig.c, t.live.public_key, anon);
       if (done(mine) || Date.now() > end) return mine;
       await new Promise((r) => setTimeout(r, 100));
     }

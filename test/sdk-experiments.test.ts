@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import murmur from 'murmurhash3js';
-import { before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import {
   assignVariant,
   createClient,
@@ -12,6 +12,7 @@ import {
   type Storage,
 } from '../packages/sdk/src/index.js';
 import { useTenantApp } from './helpers/suite.js';
+import { deviceEvents } from './helpers/client.js';
 
 // getExperiment (decisions §10), the typed purchase and push events, and sdk_min_version, against
 // the real service: each scenario reads back what the service stored through the export API.
@@ -89,11 +90,6 @@ describe('sdk experiments: assignment', () => {
 });
 
 describe('sdk experiments and typed events, end to end', () => {
-  let q: string;
-  before(() => {
-    q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
-  });
-
   /** A bundled config newer than anything the service has, so it stays while the client talks to the service. */
   const bundled = (experiments: Record<string, ExperimentDefinition>): Bundle => ({
     bundle_version: 1e9,
@@ -113,13 +109,7 @@ describe('sdk experiments and typed events, end to end', () => {
     });
     return { client, errors };
   }
-  async function exported(anonId: string) {
-    const r = await suite.c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': suite.t.live.public_key });
-    assert.equal(r.status, 200, r.text);
-    return (r.body.data as { event_name: string; user: { anon_id: string }; properties: any; context: any }[])
-      .filter((e) => e.user.anon_id === anonId)
-      .sort((a, b) => a.context.client_seq - b.context.client_seq);
-  }
+  const exported = (anonId: string) => deviceEvents(suite.c, suite.t.live.public_key, anonId);
 
   it('running: the assigned value; one experiment_exposure per (experiment, unit), also across restarts', async () => {
     const storage = memoryStorage();

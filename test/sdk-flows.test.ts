@@ -2,18 +2,13 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { createClient, memoryStorage, type Storage } from '../packages/sdk/src/index.js';
 import { useTenantApp } from './helpers/suite.js';
+import { deviceEvents } from './helpers/client.js';
 
 // The headless onboarding-flow runtime (issue 34 §4) with a flow published through the API:
 // the SDK downloads it in the bundle, and the events it tracks are read back through the export API.
 const suite = useTenantApp();
 const device = { platform: 'android', os: '14', appVersion: '3.1.0', locale: 'en_US', country: 'US' } as const;
 let flowId: string;
-
-interface Stored {
-  event_name: string;
-  context: { client_seq: number };
-  properties: Record<string, unknown>;
-}
 
 describe('sdk onboarding flow runtime', () => {
   before(async () => {
@@ -33,14 +28,7 @@ describe('sdk onboarding flow runtime', () => {
       stream: false,
       lifecycle: false,
     });
-  async function stored(anon: string): Promise<Stored[]> {
-    const q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
-    const r = await suite.c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': suite.t.live.public_key });
-    assert.equal(r.status, 200, r.text);
-    return (r.body.data as (Stored & { user: { anon_id: string } })[])
-      .filter((e) => e.user.anon_id === anon)
-      .sort((a, b) => a.context.client_seq - b.context.client_seq);
-  }
+  const stored = (anon: string) => deviceEvents(suite.c, suite.t.live.public_key, anon);
   const step = (step_id: string, step_index: number) => ({ flow_id: flowId, step_id, step_index, total_steps: 3 });
 
   it('start, view, complete, back, a restart in the middle (resumes), completion after the last step', async () => {

@@ -4,18 +4,13 @@ import { before, describe, it } from 'node:test';
 import { createClient, memoryStorage } from '../packages/sdk/src/index.js';
 import { paywall } from '../packages/sdk/src/paywalls.js';
 import { useTenantApp } from './helpers/suite.js';
+import { deviceEvents } from './helpers/client.js';
 
 // The paywall runtime (issue 34 §4) with paywalls and an experiment made through the API: the SDK
 // downloads them in the bundle, and the events it tracks are read back through the export API.
 const suite = useTenantApp();
 const device = { platform: 'ios', os: '17.4', appVersion: '3.1.0', locale: 'en_US', country: 'US' } as const;
 const ids: Record<'a' | 'b' | 'c' | 'lone', string> = { a: '', b: '', c: '', lone: '' };
-
-interface Stored {
-  event_name: string;
-  context: { client_seq: number };
-  properties: Record<string, unknown>;
-}
 
 /** The paywall_q4 split of the published vectors, computed apart: bucket < 5000 is control. */
 const inControl = (unit: string) => murmur.x86.hash32(`${unit}:paywall_q4`) % 10_000 < 5000;
@@ -55,14 +50,7 @@ async function experiment(key: string, control: string, other: string, ship = fa
   }
 }
 
-async function stored(anon: string): Promise<Stored[]> {
-  const q = `start_date=${new Date(Date.now() - 3600_000).toISOString()}&end_date=${new Date(Date.now() + 3600_000).toISOString()}&limit=1000`;
-  const r = await suite.c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': suite.t.live.public_key });
-  assert.equal(r.status, 200, r.text);
-  return (r.body.data as (Stored & { user: { anon_id: string } })[])
-    .filter((e) => e.user.anon_id === anon)
-    .sort((a, b) => a.context.client_seq - b.context.client_seq);
-}
+const stored = (anon: string) => deviceEvents(suite.c, suite.t.live.public_key, anon);
 
 const sdk = () =>
   createClient({

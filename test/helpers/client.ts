@@ -101,3 +101,25 @@ export function makeEvent(over: Record<string, any> = {}): Record<string, any> {
   };
   return { ...base, ...over };
 }
+
+/** A stored event as the export API answers it (the fields the tests read). */
+export interface ExportedEvent {
+  event_id: string;
+  event_name: string;
+  ts_ms: number;
+  user: { anon_id: string; user_id?: string };
+  device: Record<string, unknown>;
+  context: { session_id: string; client_seq: number; [k: string]: unknown };
+  properties: Record<string, any>;
+}
+
+/** One device's events of the last hour through the export API, in the order it sent them (client_seq). */
+export async function deviceEvents(c: Client, publicKey: string, anonId: string): Promise<ExportedEvent[]> {
+  const hour = 3600_000;
+  const q = `start_date=${new Date(Date.now() - hour).toISOString()}&end_date=${new Date(Date.now() + hour).toISOString()}&limit=1000`;
+  const r = await c.get(`/api/v1/sdk/events/export?${q}`, { 'x-api-key': publicKey });
+  if (r.status !== 200) throw new Error(`export failed: ${r.status} ${r.text}`);
+  return (r.body.data as ExportedEvent[])
+    .filter((e) => e.user.anon_id === anonId)
+    .sort((a, b) => a.context.client_seq - b.context.client_seq);
+}
