@@ -70,6 +70,7 @@ import { optionSetConsoleRoutes } from './modules/option-sets/console-routes.js'
 import { createOptionSetReadModel } from './modules/option-sets/read-model.js';
 import { optionSetRoutes } from './modules/option-sets/routes.js';
 import { bundleRoutes } from './modules/bundles/routes.js';
+import { VERSION_PATH, versionFastPath } from './modules/bundles/version-fast-path.js';
 import { createBundleService } from './modules/bundles/service.js';
 import { createBundleStore } from './modules/bundles/store.js';
 import { contentRoutes } from './modules/content/routes.js';
@@ -352,6 +353,19 @@ export async function compose({
     ...adNetwork.plugins(auth),
   ] as FastifyPluginAsync[];
 
+  // The version check answered before routing when key and version are cached (docs/bundles.md).
+  const versionSeries = config.metricsEnabled ? metrics.httpRoute(VERSION_PATH) : undefined;
+  const fastPaths = {
+    [VERSION_PATH]: versionFastPath({
+      keyScope: (publicKey) => {
+        const row = keys.peek(publicKey);
+        return row && { tenantId: row.tenant_id, appId: row.app_id };
+      },
+      peek: bundles.peek,
+      observe: versionSeries && ((method, status, seconds) => versionSeries.observe(method, status, seconds)),
+    }),
+  };
+
   const jobHandlers: JobHandlers = {
     'maintenance.event-partitions': () => ensureEventPartitions(db),
     'config-stream.prune': async () => void (await configChanges.prune(config.configStream.retentionHours)),
@@ -415,5 +429,5 @@ export async function compose({
   const drain = () => {
     lifecycle.draining = true;
   };
-  return { plugins, opsPlugins, jobHandlers: metrics.instrumentJobs(jobHandlers), drain, stopWork, close };
+  return { plugins, opsPlugins, fastPaths, jobHandlers: metrics.instrumentJobs(jobHandlers), drain, stopWork, close };
 }

@@ -69,10 +69,11 @@ export async function startServer(
 
     let url: string | undefined;
     if (config.runsApi) {
-      const { plugins } = services;
+      const { plugins, fastPaths } = services;
       app = await buildApp({
         logger,
         plugins,
+        fastPaths,
         version: config.version,
         corsOrigins: config.corsOrigins,
         publicUrl: config.publicUrl,

@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -73,13 +73,41 @@ async function waitFor(url: string, child: ChildProcess, ms = 90_000): Promise<v
   throw new Error(`${url} did not come up`);
 }
 
+/** Where a process may run: a CPU list for taskset (e.g. "1"), to keep servers and load generator apart. */
+export interface Placement {
+  cpus?: string;
+}
+
+/** The command line for node with these arguments, pinned to `cpus` when given (Linux taskset). */
+function nodeCommand(args: string[], { cpus }: Placement): [string, string[]] {
+  return cpus ? ['taskset', ['-c', cpus, process.execPath, ...args]] : [process.execPath, args];
+}
+
+/**
+ * Pins the calling process to `cpus` and answers the CPU list for the servers it starts, when the
+ * machine has taskset and at least two cores: the load generator and the servers then never share
+ * a core, which steadies per-request CPU figures. Undefined (no pinning) otherwise.
+ */
+export function splitCores(): Placement {
+  try {
+    // Read before pinning: it counts the cores this process may use.
+    const cores = availableParallelism();
+    if (cores < 2) return {};
+    execFileSync('taskset', ['-cp', '0', String(process.pid)], { stdio: 'ignore' });
+    return { cpus: cores === 2 ? '1' : `1-${cores - 1}` };
+  } catch {
+    return {};
+  }
+}
+
 /** Runs the real service (embedded Postgres under a temp DATA_DIR) in its own process. */
-export async function spawnService(env: Record<string, string> = {}) {
+export async function spawnService(env: Record<string, string> = {}, placement: Placement = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'svc-bench-'));
   const port = await freePort();
   const pgPort = await freePort();
   // The compiled service (scripts/start.mjs builds when stale), as `npm start` runs it: tsx would add ~130 MB of RSS.
-  const child = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
+  const [cmd, args] = nodeCommand([path.join(root, 'scripts/start.mjs')], placement);
+  const child = spawn(cmd, args, {
     cwd: root,
     env: {
       ...process.env,
@@ -109,10 +137,19 @@ export async function spawnService(env: Record<string, string> = {}) {
   };
 }
 
-/** Runs a bench-only script (e.g. a bare Fastify baseline) in its own process and waits for its port. */
-export async function spawnScript(file: string, readyPath: string, env: Record<string, string> = {}) {
+/**
+ * Runs a bench-only script (e.g. a bare Fastify baseline) in its own process and waits for its port:
+ * TypeScript through tsx, plain JavaScript (.mjs) by node itself.
+ */
+export async function spawnScript(
+  file: string,
+  readyPath: string,
+  env: Record<string, string> = {},
+  placement: Placement = {},
+) {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+  const [cmd, args] = nodeCommand(file.endsWith('.mjs') ? [file] : ['--import', 'tsx', file], placement);
+  const child = spawn(cmd, args, {
     cwd: root,
     env: { ...process.env, PORT: String(port), ...env },
     stdio: 'inherit',

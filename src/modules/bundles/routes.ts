@@ -4,8 +4,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { customerOf, keyOf, scopeOf, type Auth } from '../../http/auth.js';
 import { errors, PageMeta, PageQuery, page } from '../../http/schemas.js';
 import { SEMVER_PATTERN } from '../content/validate.js';
-import { matches, negotiate, taggedFor, variant, type Served } from './served.js';
+import { JSON_UTF8, matches, negotiate, taggedFor, variant, versionAnswer, type Served } from './served.js';
 import type { BundleService } from './service.js';
+import { VERSION_PATH } from './version-fast-path.js';
 
 const Meta = {
   bundle_version: Type.Integer(),
@@ -49,15 +50,16 @@ async function sendBundle(req: FastifyRequest, reply: FastifyReply, s: Served, s
   const etag = taggedFor(s.etag, enc);
   if (status === 200 && matches(header(req, 'if-none-match'), s.etag))
     return reply.code(304).header('etag', etag).send();
-  reply.code(status).header('etag', etag).type('application/json; charset=utf-8');
+  reply.code(status).header('etag', etag).type(JSON_UTF8);
   if (enc === 'identity') return reply.send(s.body);
   return reply.header('content-encoding', enc).send(await variant(s, enc));
 }
 
 function sendVersion(req: FastifyRequest, reply: FastifyReply, s: Served): FastifyReply {
-  reply.header('cache-control', 'no-cache');
-  if (matches(header(req, 'if-none-match'), s.versionEtag)) return reply.code(304).header('etag', s.versionEtag).send();
-  return reply.header('etag', s.versionEtag).type('application/json; charset=utf-8').send(s.versionBody);
+  const { status, headers } = versionAnswer(s, header(req, 'if-none-match'));
+  reply.code(status);
+  for (let i = 0; i < headers.length; i += 2) reply.header(headers[i], headers[i + 1]);
+  return reply.send(status === 200 ? s.versionBody : undefined);
 }
 
 export const bundleRoutes =
@@ -83,7 +85,7 @@ export const bundleRoutes =
     );
 
     app.get(
-      '/api/v1/sdk/config-bundle/version',
+      VERSION_PATH,
       {
         preHandler: auth.sdkKey,
         schema: {
@@ -154,7 +156,7 @@ export const bundleRoutes =
       },
       async (req, reply) =>
         (reply as unknown as FastifyReply)
-          .type('application/json; charset=utf-8')
+          .type(JSON_UTF8)
           .send(await bundles.version(scopeOf(customerOf(req)), req.params.version)),
     );
 

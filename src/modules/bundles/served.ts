@@ -104,6 +104,19 @@ export function variant(s: Served, enc: 'br' | 'gzip'): Promise<Buffer> {
 export const taggedFor = (etag: string, enc: Encoding) =>
   enc === 'identity' ? etag : `${etag.slice(0, -1)}-${enc === 'br' ? 'br' : 'gz'}"`;
 
+export const JSON_UTF8 = 'application/json; charset=utf-8';
+
+/**
+ * The version check's answer, the one definition both paths that send it use (the route in
+ * routes.ts, the raw server's fast path in version-fast-path.ts): 304 with the tag when the client
+ * holds this version, else the prepared body. Headers as a flat name, value list.
+ */
+export function versionAnswer(s: Served, ifNoneMatch: string | undefined): { status: 200 | 304; headers: string[] } {
+  if (matches(ifNoneMatch, s.versionEtag))
+    return { status: 304, headers: ['cache-control', 'no-cache', 'etag', s.versionEtag] };
+  return { status: 200, headers: ['cache-control', 'no-cache', 'etag', s.versionEtag, 'content-type', JSON_UTF8] };
+}
+
 /** If-None-Match uses the weak comparison; a tag of any encoding of this version matches. */
 export function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;
