@@ -179,11 +179,9 @@ try {
       await started(spawnService({ ...shared, METRICS: 'off' }, placement)),
     ];
     const order = [0, 1, 2].map((i) => (i + r) % 3);
-    const warmed = new Set<number>();
-    for (const i of [...order, ...order.reverse()]) {
-      runs[i].push(await load(names[i], targets[i], V, key, 200, !warmed.has(i)));
-      warmed.add(i);
-    }
+    const sequence = [...order, ...order.reverse()];
+    // Each process is warmed up before its first run (the first half of the sequence).
+    for (const [k, i] of sequence.entries()) runs[i].push(await load(names[i], targets[i], V, key, 200, k < 3));
     for (const t of targets) await stopped(t);
   }
   const meanOf = (xs: Row[]): Row => ({

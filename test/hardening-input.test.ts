@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { describe, it } from 'node:test';
 import { MAX_JSON_DEPTH } from '../src/http/json-bounds.js';
-import { makeEvent } from './helpers/client.js';
+import { makeEvent, rawRequest } from './helpers/client.js';
 import { useTenantApp } from './helpers/suite.js';
 
 // Issue 20, items 1-3 and the 4xx part of 5: hostile values are refused alone, with their path,
@@ -177,21 +176,10 @@ describe('framework refusals are problem+json', () => {
   });
 
   it('an unencoded non-ASCII query answers a problem+json 400', async () => {
-    const url = new URL(suite.server.url);
-    const raw = await new Promise<string>((resolve, reject) => {
-      const s = net.connect(Number(url.port), url.hostname, () => {
-        s.write(
-          Buffer.from(
-            `GET /api/v1/sdk/option-sets/colors/items?q=Île HTTP/1.1\r\nHost: x\r\nx-api-key: ${suite.t.sandbox.public_key}\r\n\r\n`,
-            'utf8',
-          ),
-        );
-      });
-      let got = '';
-      s.on('data', (d) => (got += d.toString('utf8')));
-      s.on('close', () => resolve(got));
-      s.on('error', reject);
-    });
+    const raw = await rawRequest(
+      suite.server.url,
+      `GET /api/v1/sdk/option-sets/colors/items?q=Île HTTP/1.1\r\nHost: x\r\nx-api-key: ${suite.t.sandbox.public_key}\r\n\r\n`,
+    );
     assert.match(raw, /^HTTP\/1\.1 400/);
     assert.match(raw, /content-type: application\/problem\+json/i);
     const body = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4));

@@ -8,21 +8,8 @@ import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { toServed } from '../src/modules/bundles/served.js';
 import { VERSION_PATH, versionFastPath } from '../src/modules/bundles/version-fast-path.js';
-import { createTenant } from './helpers/client.js';
+import { createTenant, rawRequest } from './helpers/client.js';
 import { useTenantApp } from './helpers/suite.js';
-
-/** One request on its own connection, written by hand: a header twice, no Host, HTTP/1.0. */
-function rawRequest(url: string, text: string): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname, () => socket.end(text));
-    let out = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d) => (out += d));
-    socket.on('end', () => resolve(out));
-    socket.on('error', reject);
-  });
-}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 /** Headers that differ between any two answers (the clock, the connection). */

@@ -23,6 +23,15 @@ export type BaseHeaders = (requestId: string | undefined) => string[];
  */
 export type FastPath = (req: IncomingMessage, res: ServerResponse, h: FastHeaders, base: BaseHeaders) => boolean;
 
+/** The headers a fast path reads, by lower-case name. A Map: a name like `__proto__` is just a name. */
+const READ = new Map<string, 'apiKey' | 'requestId' | 'ifNoneMatch'>([
+  ['x-api-key', 'apiKey'],
+  ['x-request-id', 'requestId'],
+  ['if-none-match', 'ifNoneMatch'],
+]);
+/** Lengths of the names that matter (those above, host, content-length, transfer-encoding). */
+const LENGTHS = new Set([4, 9, 12, 13, 14, 17]);
+
 /**
  * The headers of a bodiless request, or undefined when a fast path must not take it: a body
  * (Content-Length, Transfer-Encoding), or a header it reads sent twice (Node would join the two;
@@ -31,33 +40,16 @@ export type FastPath = (req: IncomingMessage, res: ServerResponse, h: FastHeader
 function fastHeaders(raw: string[]): FastHeaders | undefined {
   const h: FastHeaders = { host: false };
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i];
-    // Lengths first: most headers are rejected without lower-casing their names.
-    switch (name.length) {
-      case 4:
-        if (name.toLowerCase() === 'host') h.host = true;
-        break;
-      case 9:
-        if (name.toLowerCase() !== 'x-api-key') break;
-        if (h.apiKey !== undefined) return undefined;
-        h.apiKey = raw[i + 1];
-        break;
-      case 12:
-        if (name.toLowerCase() !== 'x-request-id') break;
-        if (h.requestId !== undefined) return undefined;
-        h.requestId = raw[i + 1];
-        break;
-      case 13:
-        if (name.toLowerCase() !== 'if-none-match') break;
-        if (h.ifNoneMatch !== undefined) return undefined;
-        h.ifNoneMatch = raw[i + 1];
-        break;
-      case 14:
-      case 17: {
-        const lower = name.toLowerCase();
-        if (lower === 'content-length' || lower === 'transfer-encoding') return undefined;
-        break;
-      }
+    // Lengths first: most headers are passed over without lower-casing their names.
+    if (!LENGTHS.has(raw[i].length)) continue;
+    const name = raw[i].toLowerCase();
+    if (name === 'host') h.host = true;
+    else if (name === 'content-length' || name === 'transfer-encoding') return undefined;
+    else {
+      const field = READ.get(name);
+      if (field === undefined) continue;
+      if (h[field] !== undefined) return undefined;
+      h[field] = raw[i + 1];
     }
   }
   return h;

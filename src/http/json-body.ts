@@ -3,6 +3,7 @@ import type { FastifyContextConfig, FastifyError, FastifyInstance, FastifyReply,
 import type { Socket } from 'node:net';
 import { AppError, problem } from './errors.js';
 import { findJsonViolation, type JsonViolation } from './json-bounds.js';
+import { asArray } from './route-hooks.js';
 import { findNumericParamProblem, type NumericKind, numericParams } from './numbers.js';
 
 declare module 'fastify' {
@@ -64,7 +65,6 @@ function hasKeys(o: unknown): boolean {
   for (const _ in o as object) return true;
   return false;
 }
-const asArray = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
 
 /**
  * A route's own input check, built once from its schema when the route is registered: a global hook

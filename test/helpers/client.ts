@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 
 export interface Res<T = any> {
@@ -122,4 +123,20 @@ export async function deviceEvents(c: Client, publicKey: string, anonId: string)
   return (r.body.data as ExportedEvent[])
     .filter((e) => e.user.anon_id === anonId)
     .sort((a, b) => a.context.client_seq - b.context.client_seq);
+}
+
+/**
+ * One request written by hand on its own connection (a header twice, no Host, bytes fetch would
+ * refuse to send), and everything the server answered until it closed the connection.
+ */
+export function rawRequest(baseUrl: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.end(text));
+    let out = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d) => (out += d));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
 }

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../http/errors.js';
+import { asArray } from '../../http/route-hooks.js';
 import type { IngestOutcome, Metrics } from './metrics.js';
 
 declare module 'fastify' {
@@ -16,7 +17,6 @@ type OnSend = (
   payload: unknown,
   done: (err: null, p: unknown) => void,
 ) => void;
-const asArray = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
 
 /** The route whose answers carry the ingestion outcome counts. */
 const INGEST_ROUTE = '/api/v1/ingest/events';
