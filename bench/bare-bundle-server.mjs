@@ -2,8 +2,11 @@
 // (read once from files the bench wrote), with no auth, no cache lookup and no database. Plain
 // JavaScript, run by node itself as the compiled service is: under tsx's loader the same server
 // used about a fifth more CPU per request and varied twice as much between processes.
+// PIN_SHAPES=1: the service's shape pins (src/lib/hot-shapes.ts) first, as src/main.ts loads them.
 import { readFileSync } from 'node:fs';
-import Fastify from 'fastify';
+
+if (process.env.PIN_SHAPES) await import('../dist/lib/hot-shapes.js');
+const { default: Fastify } = await import('fastify');
 
 const bundle = readFileSync(process.env.BUNDLE_FILE);
 // A string, as the service sends it (one write syscall for headers and body).

@@ -108,8 +108,10 @@ try {
   const bodyBytes = Buffer.byteLength(full.text);
   console.log(`bundle ${bodyBytes} bytes (content ${size}), version ${full.body.data.bundle_version}, etag ${etag}`);
   const files = { BUNDLE_FILE: path.join(tmp, 'bundle.json'), VERSION_FILE: path.join(tmp, 'version.json') };
-  const startBare = () =>
-    started(spawnScript('bench/bare-bundle-server.mjs', '/api/v1/sdk/config-bundle/version', files, placement));
+  const startBare = (env: Record<string, string> = {}) =>
+    started(
+      spawnScript('bench/bare-bundle-server.mjs', '/api/v1/sdk/config-bundle/version', { ...files, ...env }, placement),
+    );
   // The version check's on/off pair: API-only processes on the first one's database, alike but for
   // METRICS (the first one carries the database and the set-up's heap, so it is not one of them).
   const shared = { ROLE: 'api', ENCRYPTION_KEY, DATABASE_URL: service.databaseUrl };
@@ -170,6 +172,7 @@ try {
     'bare Fastify, version bytes (baseline)',
     'service, GET /version (SDK key), metrics on',
     'service, GET /version (SDK key), METRICS=off',
+    "bare Fastify with the service's shape pins (control)",
   ];
   const runs: Row[][] = names.map(() => []);
   for (let r = 0; r < rounds; r++) {
@@ -177,11 +180,13 @@ try {
       await startBare(),
       await started(spawnService(shared, placement)),
       await started(spawnService({ ...shared, METRICS: 'off' }, placement)),
+      await startBare({ PIN_SHAPES: '1' }),
     ];
-    const order = [0, 1, 2].map((i) => (i + r) % 3);
+    const order = names.map((_, i) => (i + r) % names.length);
     const sequence = [...order, ...order.reverse()];
     // Each process is warmed up before its first run (the first half of the sequence).
-    for (const [k, i] of sequence.entries()) runs[i].push(await load(names[i], targets[i], V, key, 200, k < 3));
+    for (const [k, i] of sequence.entries())
+      runs[i].push(await load(names[i], targets[i], V, key, 200, k < names.length));
     for (const t of targets) await stopped(t);
   }
   const meanOf = (xs: Row[]): Row => ({
@@ -193,7 +198,7 @@ try {
     cpuUs: xs.reduce((a, x) => a + x.cpuUs, 0) / xs.length,
     bad: xs.reduce((a, x) => a + x.bad, 0),
   });
-  const [bareV, svcV, offV] = runs.map(meanOf);
+  const [bareV, svcV, offV, pinnedV] = runs.map(meanOf);
   const bare = await startBare();
   const [bareB, svcB] = await pair(
     () => load(`bare Fastify, ${kb} KB bundle bytes (baseline)`, bare, B, key, 200),
@@ -203,6 +208,7 @@ try {
     bareV,
     svcV,
     offV,
+    pinnedV,
     bareB,
     svcB,
     await load('service, GET bundle, matching If-None-Match (304)', service, B, { ...key, 'if-none-match': etag }, 304),
@@ -211,6 +217,7 @@ try {
   const hooks = await hookCost();
   const ratio = svcV.reqPerS / bareV.reqPerS;
   const offRatio = offV.reqPerS / bareV.reqPerS;
+  const pinnedRatio = svcV.reqPerS / pinnedV.reqPerS;
   writeResultsSection(
     values.role === 'api' ? 'bundles' : `bundles, ROLE=${values.role}`,
     `Command: \`npm run bench:bundles -- --duration ${duration} --connections ${connections} --kb ${values.kb} --role ${values.role} --rounds ${rounds}\` · ${machine()}
@@ -227,8 +234,9 @@ metrics on / METRICS=off rows come from two fresh ROLE=api processes on its data
 ${rows.map((r) => `| ${r.name} | ${Math.round(r.reqPerS).toLocaleString('en-US')} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.mbPerS.toFixed(1)} | ${r.cpuUs.toFixed(1)} | ${r.bad} |`).join('\n')}
 
 Target: the version check, metrics on, at >= 80% of the bare route's requests/s: ${(ratio * 100).toFixed(0)}% (${ratio >= 0.8 ? 'met' : 'NOT met'}).
-With METRICS=off: ${(offRatio * 100).toFixed(0)}%. The three version-check
-rows are means of ${2 * rounds} runs each (${rounds} rounds of A-B-C-C-B-A, the order rotated each round, each round with three
+With METRICS=off: ${(offRatio * 100).toFixed(0)}%. Against the control (the bare route given the service's shape pins,
+src/lib/hot-shapes.ts, so that they are not what separates the two): ${(pinnedRatio * 100).toFixed(0)}%. The four version-check
+rows are means of ${2 * rounds} runs each (${rounds} rounds of A-B-C-D-D-C-B-A, the order rotated each round, each round with four
 newly started processes: the same server runs up to a fifth faster or slower from one process to the next). Per-run ratios, metrics on / bare:
 ${runs[1].map((x, i) => ((100 * x.reqPerS) / runs[0][i].reqPerS).toFixed(0)).join(', ')}%; metrics off / bare: ${runs[2].map((x, i) => ((100 * x.reqPerS) / runs[0][i].reqPerS).toFixed(0)).join(', ')}%.
 

@@ -1,3 +1,5 @@
+// First, before the app's modules load: pins the object shapes every request uses (see the file).
+import './lib/hot-shapes.js';
 import pino from 'pino';
 import { ConfigError, loadConfig } from './config.js';
 import { takeOverShutdownSignals } from './db/embedded.js';

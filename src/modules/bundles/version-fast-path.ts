@@ -28,7 +28,9 @@ export function versionFastPath({
     const served = scope && peek(scope);
     if (!served) return false;
     const { status, headers } = versionAnswer(served, h.ifNoneMatch);
-    const all = base(h.requestId).concat(headers);
+    // push, not concat: under load V8 ran this concat in its C++ builtin, about 1% of the request's CPU.
+    const all = base(h.requestId);
+    all.push(...headers);
     // Counted up to the hand-over to the socket, as the route's onSend hook counts.
     observe?.('GET', status, (performance.now() - started) / 1000);
     if (status === 304) res.writeHead(304, all).end();
