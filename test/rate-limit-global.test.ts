@@ -104,6 +104,23 @@ describe('two limiters on one database, one clock', () => {
     await b.close();
   });
 
+  it("an instance's sweep keeps another's longer windows while they weigh, and forgets its own old ones", async () => {
+    const HOUR = 3_600_000;
+    const t0 = Date.now();
+    const long = `test:${randomUUID()}`;
+    const short = `test:${randomUUID()}`;
+    // One instance holds 5 points of an hour-long window.
+    assert.equal((await createLimitStore(pools[1]).take(long, t0, HOUR, 60, 5, 5)).granted, 5);
+    // Another, whose limits all last a minute, sweeps when its clock is ten minutes on (its stop sweeps).
+    let clock = t0;
+    const [minutely] = make(() => clock);
+    assert.equal((await minutely.consume(short, 1, 60)).allowed, true);
+    clock = t0 + 10 * 60_000;
+    await minutely.close();
+    assert.deepEqual([...(await grantedInDb(long)).values()], [5], 'the hour-long window is kept');
+    assert.equal((await grantedInDb(short)).size, 0, 'its own minute window, long over, is swept');
+  });
+
   it('a chunk one instance leaves unused comes back to the other within the documented bound', async () => {
     const [a, b] = make(Date.now);
     const key = `test:${randomUUID()}`;

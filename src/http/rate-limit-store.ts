@@ -14,8 +14,8 @@ export interface LimitStore {
   ): Promise<{ granted: number; left: number }>;
   /** Hands back what an instance reserved and did not spend. */
   giveBack(items: { key: string; windowStart: number; n: number }[]): Promise<void>;
-  /** Forgets windows that started before `beforeMs`. */
-  sweep(beforeMs: number): Promise<void>;
+  /** Forgets the windows that no longer weigh at `nowMs` (neither current nor previous), each by its own length. */
+  sweep(nowMs: number): Promise<void>;
 }
 
 export function createLimitStore(db: Queryable): LimitStore {
@@ -36,8 +36,9 @@ export function createLimitStore(db: Queryable): LimitStore {
         [items.map((i) => i.key), items.map((i) => i.windowStart), items.map((i) => i.n)],
       );
     },
-    async sweep(beforeMs) {
-      await db.query('DELETE FROM rate_limit_windows WHERE window_start < $1', [beforeMs]);
+    async sweep(nowMs) {
+      // A window weighs while current and while previous: two lengths from its start (three, for margin).
+      await db.query('DELETE FROM rate_limit_windows WHERE window_start + 3 * window_ms < $1', [nowMs]);
     },
   };
 }

@@ -129,14 +129,11 @@ export function createGlobalLimiter(
   const states = new Map<string, KeyState>();
   let returns: { key: string; windowStart: number; n: number }[] = [];
   let lastSweep = now();
-  // Windows still weighed (the current and the previous one) are never swept, however long.
-  let longestWindowMs = WINDOW_MS;
 
   function current(key: string, t: number, windowMs: number, limit: number): KeyState {
     const start = t - (t % windowMs);
     let s = states.get(key);
     if (s && s.windowStart === start) return s;
-    if (windowMs > longestWindowMs) longestWindowMs = windowMs;
     if (s && s.tokens > 0) returns.push({ key, windowStart: s.windowStart, n: s.tokens });
     s = {
       windowStart: start,
@@ -170,7 +167,8 @@ export function createGlobalLimiter(
     await store.giveBack(batch);
     if (t - lastSweep >= WINDOW_MS) {
       lastSweep = t;
-      await store.sweep(t - 3 * longestWindowMs);
+      // Each window by its own length: another instance's longer windows are kept while they weigh.
+      await store.sweep(t);
     }
   }
   const timer = setInterval(() => flush(false).catch(onError), RETURN_EVERY_MS);
