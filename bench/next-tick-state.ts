@@ -4,27 +4,22 @@
 // processes that built the service's app (buildApp, no capability plugins, no database), without and
 // with the service's shape pins (src/lib/hot-shapes.ts). Each figure is its own process; modes interleave.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { ensureServerBuilt } from '../scripts/build-server.mjs';
 import { machine, writeResultsSection } from './lib/results.js';
-import { splitCores } from './lib/service.js';
+import { nodeCommand, splitCores } from './lib/service.js';
 
 const { values } = parseArgs({ options: { processes: { type: 'string', default: '5' } } });
 const processes = Number(values.processes);
 const root = path.resolve(import.meta.dirname, '..');
-if (!existsSync(path.join(root, 'dist', 'lib', 'hot-shapes.js')))
-  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
-const { cpus } = splitCores();
+ensureServerBuilt();
+const placement = splitCores();
 const MODES = ['fresh', 'app', 'app-pinned'] as const;
 const runs = new Map<string, number[]>(MODES.map((m) => [m, []]));
 for (let i = 0; i < processes; i++)
   for (const mode of MODES) {
-    const args = [path.join(root, 'bench', 'next-tick-child.mjs'), mode];
-    const [cmd, argv] = cpus ? ['taskset', ['-c', cpus, process.execPath, ...args]] : [process.execPath, args];
+    const [cmd, argv] = nodeCommand([path.join(root, 'bench', 'next-tick-child.mjs'), mode], placement);
     const out = JSON.parse(execFileSync(cmd, argv, { cwd: root, encoding: 'utf8' }).trim().split('\n').pop()!);
     runs.get(mode)!.push(out.ns);
     console.log(out);
@@ -39,7 +34,7 @@ writeResultsSection(
   `Command: \`npm run bench:next-tick -- --processes ${processes}\` · ${machine()}
 
 The cost of one \`process.nextTick\` call (ns, scheduling only; the median of 200 batches of 1,000 in each process),
-${processes} processes per row, started in turn${cpus ? ` on CPU ${cpus} (taskset)` : ''}. A request to the version check makes several
+${processes} processes per row, started in turn${placement.cpus ? ` on CPU ${placement.cpus} (taskset)` : ''}. A request to the version check makes several
 such calls (stream ends, writes, socket reads), in the service as in the bare route.
 
 | process | median ns | each process |

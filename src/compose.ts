@@ -362,7 +362,7 @@ export async function compose({
         return row && { tenantId: row.tenant_id, appId: row.app_id };
       },
       peek: bundles.peek,
-      observe: versionSeries && ((method, status, seconds) => versionSeries.observe(method, status, seconds)),
+      observe: versionSeries?.observe.bind(versionSeries),
     }),
   };
 

@@ -79,7 +79,7 @@ export interface Placement {
 }
 
 /** The command line for node with these arguments, pinned to `cpus` when given (Linux taskset). */
-function nodeCommand(args: string[], { cpus }: Placement): [string, string[]] {
+export function nodeCommand(args: string[], { cpus }: Placement): [string, string[]] {
   return cpus ? ['taskset', ['-c', cpus, process.execPath, ...args]] : [process.execPath, args];
 }
 

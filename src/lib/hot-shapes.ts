@@ -21,8 +21,9 @@ const pinned: object[] = [];
  */
 const FIRST_KEYS = ['host', 'user-agent', 'accept', 'content-type', 'authorization', 'x-api-key', 'x-request-id'];
 
-export function pinHotShapes(): void {
-  if (pinned.length > 0) return;
+// In a function, not at the module's top level: V8 builds run-once top-level literals another way, and
+// the copy of the tick entry then did not take Node's shape (test/hot-shapes.test.ts fails).
+function pinHotShapes(): void {
   // Node's process.nextTick entry, { [async_id_symbol], [trigger_async_id_symbol], callback, args }, is
   // also dropped whenever no tick is pending at a full collection; each rebuilt shape then turned the
   // entry's literal megamorphic for good. The two symbols are Node's own (an AsyncResource carries both).
